@@ -1,0 +1,146 @@
+"""The ``recall-gate`` command.
+
+Subcommands: ``gate`` (replay the recall gate over exported hits), ``demo`` (show the gate on
+the embedded default). Exit status: 0 on success, 2 on bad input or misuse (with a message on
+stderr that names lines and fields, never memory text), 1 on infrastructure failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, TextIO
+
+from .config import ConfigBook, load_config
+from .errors import HitParseError, InputError, RecallGateError
+from .gate import GateResult, RecallGate
+from .models import Scope
+from .timeutil import parse_datetime
+
+__all__ = ["main", "read_hits_jsonl"]
+
+Command = Callable[[argparse.Namespace, TextIO], int]
+
+
+def read_hits_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """Read exported hits, one JSON object per line (blank lines skipped).
+
+    Raises:
+        InputError: if the file cannot be read.
+        HitParseError: naming the first line that is not a JSON object.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"hits file not found: {p}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read hits file {p}: {type(exc).__name__}") from None
+    out: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise HitParseError(f"not valid JSON ({exc.msg} at column {exc.colno})", line=number) from None
+        if not isinstance(obj, dict):
+            raise HitParseError(f"expected a JSON object, got {type(obj).__name__}", line=number)
+        out.append(obj)
+    return out
+
+
+def _fmt_score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def print_result(result: GateResult, out: TextIO, *, title: str | None = None) -> None:
+    """Print a gate result as a readable table (accepted, then rejected with reasons)."""
+    if title:
+        print(title, file=out)
+    print(f"  accepted ({len(result.accepted)}):", file=out)
+    for rank, hit in enumerate(result.accepted, start=1):
+        p = hit.provenance()
+        channels = "+".join(p["channels"]) or "imported"
+        print(
+            f"    {rank}. {hit.record.id:<24} sem={_fmt_score(hit.score)} lex={_fmt_score(hit.lexical_score)}"
+            f" via={channels:<14} {hit.record.title[:48]}",
+            file=out,
+        )
+    print(f"  rejected ({len(result.rejected)}):", file=out)
+    for rej in result.rejected:
+        others = [r.value for r in rej.reasons[1:]]
+        more = f" (also: {', '.join(others)})" if others else ""
+        print(f"    - {rej.id:<24} {rej.reason.value:<15}{more}", file=out)
+
+
+def _cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
+    scope = Scope.parse(args.scope)
+    book = load_config(args.config) if args.config else ConfigBook()
+    now = parse_datetime(args.now) if args.now else None
+    hits = read_hits_jsonl(args.hits)
+    result = RecallGate(book).evaluate(hits, scope=scope, now=now, query=args.query, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps(result.to_json_dict(), ensure_ascii=False), file=out)
+    else:
+        print_result(result, out, title=f"recall gate over {len(hits)} hit(s) from {args.hits}")
+        print(f"  config {result.audit.config_hash}, {result.audit.elapsed_ms:.2f} ms", file=out)
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    from .demo import run_demo
+
+    return run_demo(out, keep=args.keep)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="recall-gate",
+        description="Gate what an agent's long-term memory may recall and write.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("gate", help="replay the recall gate over exported hits (JSON lines)")
+    g.add_argument("--hits", required=True, help="JSONL file, one hit per line (the seeds' MemoryHit shape)")
+    g.add_argument("--scope", required=True, help="user=U,agent=A,space=S[,route=R]")
+    g.add_argument("--config", help="TOML file with [gate] and [spaces.NAME.gate] tables")
+    g.add_argument("--now", help="ISO 8601 instant to evaluate at (default: now)")
+    g.add_argument("--query", help="the query text (for the short-query threshold and audit hash)")
+    g.add_argument("--dry-run", action="store_true", help="mark the audit record as a preview")
+    g.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    g.set_defaults(func=_cmd_gate)
+
+    d = sub.add_parser("demo", help="build a memory space offline and show what the gate accepts and rejects")
+    d.add_argument("--keep", action="store_true", help="keep the demo store folder instead of deleting it")
+    d.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    out = out or sys.stdout
+    parser = _parser()
+    args = parser.parse_args(argv)
+    func: Command = args.func
+    try:
+        return func(args, out)
+    except (InputError, ValueError) as exc:  # includes ScopeError, ConfigError, HitParseError
+        print(f"recall-gate: error: {exc}", file=sys.stderr)
+        return 2
+    except RecallGateError as exc:
+        print(f"recall-gate: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+def example_hits_path() -> Path:
+    """Path of the example hits file shipped with the package."""
+    return Path(str(files("shared_core") / "data" / "example_hits.jsonl"))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

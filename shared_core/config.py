@@ -1,0 +1,176 @@
+"""Gate configuration: the seeds' defaults, per-memory-space overrides from TOML, a stable hash.
+
+Thresholds are configuration, never code (R3): one :class:`GateConfig` per memory space, falling
+back to the defaults. A TOML file looks like this::
+
+    [gate]                      # defaults for every memory space
+    min_score = 0.78
+    max_age_days = 90
+
+    [spaces."support-bot".gate] # overrides for one memory space
+    max_age_days = 30
+    allow_draft = true
+
+Every audit record carries :meth:`GateConfig.config_hash`, so a decision can be traced to the exact
+configuration that made it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import ConfigError
+from .models import Tier
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = ["SEED_MIN_SCORE", "ConfigBook", "GateConfig", "load_config"]
+
+SEED_MIN_SCORE = 0.78
+"""The seeds' ``min_score``: the default for similarity scores imported from elsewhere."""
+
+
+class GateConfig(BaseModel):
+    """Recall-gate settings for one memory space (defaults are the seeds').
+
+    Attributes:
+        min_score: semantic similarity (cosine, or the exporter's similarity) a hit needs (R3).
+        min_lexical_score: keyword-match score in [0, 1] that also lets a hit pass (``None``: off).
+        short_query_max_terms: queries with at most this many terms count as short.
+        short_query_min_score: stricter ``min_score`` for short queries (``None``: same as long).
+        max_age_days: a memory older than this (by ``updated_at``) is stale (R4).
+        freshness_exempt_tags: tags that make a memory exempt from the freshness rule.
+        allow_draft: accept drafts too (never ``rejected``) (R5).
+        superseded_markers: words that mark a memory as superseded (R6).
+        max_hits: at most this many hits are accepted (R7).
+        max_tokens: optional budget of estimated tokens over accepted title + body.
+        tier_priority: accepted tiers, best first; tiers not listed are excluded.
+        audit_query_text: put the query text in audit records (off: only its hash).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    min_score: float = Field(default=SEED_MIN_SCORE, ge=-1.0, le=1.0)
+    min_lexical_score: float | None = Field(default=0.75, gt=0.0, le=1.0)
+    short_query_max_terms: int = Field(default=2, ge=0)
+    short_query_min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
+    max_age_days: float = Field(default=90.0, gt=0.0)
+    freshness_exempt_tags: tuple[str, ...] = ("long_term_policy", "legal_stopline")
+    allow_draft: bool = False
+    superseded_markers: tuple[str, ...] = ("superseded", "旧方針", "使用禁止")
+    max_hits: int = Field(default=8, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    tier_priority: tuple[Tier, ...] = (Tier.WORKING, Tier.CONFIRMED)
+    audit_query_text: bool = False
+
+    @field_validator("freshness_exempt_tags", "superseded_markers")
+    @classmethod
+    def _no_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not v.strip() for v in value):
+            raise ValueError("entries must not be empty")
+        return value
+
+    @field_validator("tier_priority")
+    @classmethod
+    def _unique_tiers(cls, value: tuple[Tier, ...]) -> tuple[Tier, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError("tiers must not repeat")
+        return value
+
+    def config_hash(self) -> str:
+        """A stable 16-hex-digit hash of every setting (same settings, same hash, any process)."""
+        return _hash(self.model_dump(mode="json"))
+
+    def replace(self, **changes: Any) -> GateConfig:
+        """Return a validated copy with ``changes`` applied (for what-if previews, R10).
+
+        Raises:
+            ConfigError: if a changed value is invalid or unknown.
+        """
+        return _validate({**self.model_dump(), **changes}, where="replace()")
+
+
+def _hash(data: Any) -> str:
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _validate(data: Mapping[str, Any], *, where: str) -> GateConfig:
+    try:
+        return GateConfig.model_validate(dict(data))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'gate'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(f"invalid gate configuration in {where}: {problems}") from None
+
+
+class ConfigBook(BaseModel):
+    """Default gate settings plus per-memory-space overrides."""
+
+    model_config = ConfigDict(frozen=True)
+
+    default: GateConfig = GateConfig()
+    spaces: dict[str, GateConfig] = Field(default_factory=dict)
+
+    def for_space(self, memory_space_id: str) -> GateConfig:
+        """The settings that apply to ``memory_space_id``."""
+        return self.spaces.get(memory_space_id, self.default)
+
+    def config_hash(self) -> str:
+        """Stable hash of the whole book."""
+        return _hash(self.model_dump(mode="json"))
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], *, base: GateConfig | None = None) -> ConfigBook:
+        """Build a book from parsed TOML (``[gate]`` and ``[spaces.NAME.gate]`` tables).
+
+        Raises:
+            ConfigError: on unknown tables or keys, or invalid values.
+        """
+        unknown = set(data) - {"gate", "spaces", "write"}
+        if unknown:
+            raise ConfigError(f"unknown top-level table(s): {', '.join(sorted(unknown))}")
+        base_values = (base or GateConfig()).model_dump()
+        gate = data.get("gate", {})
+        if not isinstance(gate, Mapping):
+            raise ConfigError("[gate] must be a table")
+        default = _validate({**base_values, **gate}, where="[gate]")
+        spaces: dict[str, GateConfig] = {}
+        raw_spaces = data.get("spaces", {})
+        if not isinstance(raw_spaces, Mapping):
+            raise ConfigError("[spaces] must be a table")
+        for name, table in raw_spaces.items():
+            if not isinstance(table, Mapping) or set(table) - {"gate", "write"}:
+                raise ConfigError(f"[spaces.{name!r}] may only hold 'gate' and 'write' tables")
+            override = table.get("gate", {})
+            spaces[name] = _validate({**default.model_dump(), **override}, where=f"[spaces.{name!r}.gate]")
+        return cls(default=default, spaces=spaces)
+
+
+def load_config(path: str | Path, *, base: GateConfig | None = None) -> ConfigBook:
+    """Load a :class:`ConfigBook` from a TOML file.
+
+    Raises:
+        ConfigError: if the file is missing, not TOML, or holds invalid settings.
+    """
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {p}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {p}: {type(exc).__name__}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {p} is not valid TOML: {exc}") from None
+    return ConfigBook.from_mapping(data, base=base)

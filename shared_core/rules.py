@@ -1,0 +1,218 @@
+"""Recall rules: one signature, a policy is an ordered tuple of them (R1-R7).
+
+A rule is any callable ``(hit, ctx) -> Reason | None``: it returns ``None`` when the hit passes
+and a :class:`~shared_core.models.Reason` when it fails. The gate runs every rule on every hit and
+records each failure; the first failure in policy order is the primary reason. Add a rule without
+forking::
+
+    def no_wiki(hit: Hit, ctx: GateContext) -> Reason | None:
+        return Reason.POLICY if hit.record.source == "wiki" else None
+
+    gate = RecallGate(rules=(*DEFAULT_RULES, no_wiki))
+
+Rules read only the hit, the context and the configuration; they never raise on purpose (an
+exception inside a rule rejects that hit as ``invalid``) and never change anything.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from .config import GateConfig
+from .models import Hit, Reason, Scope, Status, Visibility
+from .text import record_has_marker
+
+__all__ = [
+    "DEFAULT_RULES",
+    "GateContext",
+    "Rule",
+    "rule_approval",
+    "rule_deleted",
+    "rule_expired",
+    "rule_fresh",
+    "rule_name",
+    "rule_quarantined",
+    "rule_scope",
+    "rule_score",
+    "rule_superseded",
+    "rule_tier",
+    "rule_valid",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class GateContext:
+    """What a rule may look at besides the hit.
+
+    Attributes:
+        scope: the scope of the query (R1).
+        config: the settings of the scope's memory space.
+        now: the gate's clock reading, aware UTC.
+        query_terms: number of terms in the query (for the short-query threshold), or ``None``.
+        superseded_ids: ids that another in-scope hit of the same batch declares it supersedes.
+    """
+
+    scope: Scope
+    config: GateConfig
+    now: datetime
+    query_terms: int | None = None
+    superseded_ids: frozenset[str] = field(default_factory=frozenset)
+
+
+Rule = Callable[[Hit, GateContext], Reason | None]
+
+
+def rule_name(rule: Rule) -> str:
+    """A rule's name: its ``name`` attribute, else its ``__name__``, else its class name."""
+    name = getattr(rule, "name", None) or getattr(rule, "__name__", None)
+    return str(name) if name else type(rule).__name__
+
+
+def _finite(value: object) -> bool:
+    return value is None or (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    )
+
+
+def _nonempty(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _aware(value: object) -> bool:
+    return isinstance(value, datetime) and value.utcoffset() is not None
+
+
+def rule_valid(hit: Hit, ctx: GateContext) -> Reason | None:
+    """Structural validity: finite scores, aware timestamps, known status, non-empty scope fields.
+
+    Models validate on construction; this re-check catches objects built without validation.
+    """
+    r = hit.record
+    s, lx = hit.score, hit.lexical_score
+    if not ((s is None or (s.__class__ is float and -1.0 <= s <= 1.0)) or _finite(s)) or not (
+        lx is None or (lx.__class__ is float and 0.0 <= lx <= 1.0) or _finite(lx)
+    ):
+        return Reason.INVALID
+    if not (
+        _nonempty(r.id) and _nonempty(r.user_id) and _nonempty(r.agent_id) and _nonempty(r.memory_space_id)
+    ):
+        return Reason.INVALID
+    if not _aware(r.updated_at):
+        return Reason.INVALID
+    for ts in (r.valid_from, r.valid_to, r.deleted_at, r.expires_at, r.created_at):
+        if ts is not None and not _aware(ts):
+            return Reason.INVALID
+    if not isinstance(r.status, Status) or not isinstance(r.visibility, Visibility):
+        return Reason.INVALID
+    return None
+
+
+def rule_deleted(hit: Hit, ctx: GateContext) -> Reason | None:
+    """A memory with ``deleted_at`` is never recalled (L2)."""
+    return Reason.DELETED if hit.record.deleted_at is not None else None
+
+
+def rule_quarantined(hit: Hit, ctx: GateContext) -> Reason | None:
+    """A quarantined memory is never recalled (W6)."""
+    return Reason.QUARANTINED if hit.record.status is Status.QUARANTINED else None
+
+
+def in_scope(hit: Hit, scope: Scope) -> bool:
+    """True when ``scope`` may see the hit: same space and route, and owner unless shared (R1, R2)."""
+    r = hit.record
+    if r.memory_space_id != scope.memory_space_id or (r.route_id or None) != scope.route_id:
+        return False
+    if r.visibility is Visibility.SHARED:
+        return True
+    return r.user_id == scope.user_id and r.agent_id == scope.agent_id
+
+
+def rule_scope(hit: Hit, ctx: GateContext) -> Reason | None:
+    """Outside the query's scope, or private to someone else: rejected whatever the score (R1, R2)."""
+    return None if in_scope(hit, ctx.scope) else Reason.SCOPE_MISMATCH
+
+
+def rule_expired(hit: Hit, ctx: GateContext) -> Reason | None:
+    """Past its retention expiry (L3)."""
+    exp = hit.record.expires_at
+    return Reason.EXPIRED if exp is not None and exp <= ctx.now else None
+
+
+def threshold_for(ctx: GateContext) -> float:
+    """The semantic threshold for this query: ``min_score``, stricter for short queries (R3)."""
+    cfg = ctx.config
+    if (
+        cfg.short_query_min_score is not None
+        and ctx.query_terms is not None
+        and ctx.query_terms <= cfg.short_query_max_terms
+    ):
+        return max(cfg.min_score, cfg.short_query_min_score)
+    return cfg.min_score
+
+
+def rule_score(hit: Hit, ctx: GateContext) -> Reason | None:
+    """Semantic score at or above the threshold, or lexical score at or above its own (R3).
+
+    Written as "pass only if >=" so that NaN never passes.
+    """
+    if hit.score is not None and hit.score >= threshold_for(ctx):
+        return None
+    lex_min = ctx.config.min_lexical_score
+    if lex_min is not None and hit.lexical_score is not None and hit.lexical_score >= lex_min:
+        return None
+    return Reason.LOW_SCORE
+
+
+def rule_fresh(hit: Hit, ctx: GateContext) -> Reason | None:
+    """Older than ``max_age_days`` by ``updated_at`` is stale, unless an exempt tag is present (R4)."""
+    cfg = ctx.config
+    if cfg.freshness_exempt_tags and not set(hit.record.tags).isdisjoint(cfg.freshness_exempt_tags):
+        return None
+    age = ctx.now - hit.record.updated_at
+    return Reason.STALE if age > timedelta(days=cfg.max_age_days) else None
+
+
+def rule_approval(hit: Hit, ctx: GateContext) -> Reason | None:
+    """Only approved memories; with ``allow_draft`` anything but rejected (R5)."""
+    status = hit.record.status
+    ok = status in (Status.APPROVED, Status.DRAFT) if ctx.config.allow_draft else status is Status.APPROVED
+    return None if ok else Reason.NOT_APPROVED
+
+
+def rule_superseded(hit: Hit, ctx: GateContext) -> Reason | None:
+    """Superseded by link, by a newer hit in the batch, by its validity window, or by a marker (R6)."""
+    r = hit.record
+    if r.superseded_by is not None or r.id in ctx.superseded_ids:
+        return Reason.SUPERSEDED
+    if (r.valid_from is not None and r.valid_from > ctx.now) or (
+        r.valid_to is not None and r.valid_to <= ctx.now
+    ):
+        return Reason.SUPERSEDED
+    markers = ctx.config.superseded_markers
+    if markers and record_has_marker(r.title, r.body, markers):
+        return Reason.SUPERSEDED
+    return None
+
+
+def rule_tier(hit: Hit, ctx: GateContext) -> Reason | None:
+    """Tiers not in ``tier_priority`` (``tentative`` by default) are excluded (R7)."""
+    return None if hit.record.tier in ctx.config.tier_priority else Reason.TIER_EXCLUDED
+
+
+DEFAULT_RULES: tuple[Rule, ...] = (
+    rule_valid,
+    rule_deleted,
+    rule_quarantined,
+    rule_scope,
+    rule_expired,
+    rule_score,
+    rule_fresh,
+    rule_approval,
+    rule_superseded,
+    rule_tier,
+)
+"""The default policy, in the order that picks the primary reason (the seeds' order for
+score → freshness → approval → superseded)."""

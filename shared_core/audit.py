@@ -33,6 +33,7 @@ __all__ = [
     "LoggingSink",
     "RejectedEntry",
     "capture_audit",
+    "deletion_record",
     "emit",
     "query_hash",
 ]
@@ -77,9 +78,41 @@ class AuditRecord(BaseModel):
         """The operator summary of R11: ``rejected_count`` and counts by reason."""
         return {"rejected_count": self.rejected_count, "reasons": dict(self.counts)}
 
+    def _repr_html_(self) -> str:
+        """Rich display in Jupyter (ids and reasons only, like the record itself)."""
+        from .display import audit_html
+
+        return audit_html(self)
+
     def to_json(self) -> str:
         """One line of JSON."""
         return self.model_dump_json(exclude_none=False)
+
+
+def deletion_record(
+    *,
+    at: str,
+    source_record_id: str | None,
+    ids: Sequence[str],
+    counts: dict[str, int],
+    config_hash: str = "",
+) -> AuditRecord:
+    """The audit record of a deletion (L2): which ids went, how many of each kind; no text."""
+    return AuditRecord.model_construct(
+        event="delete",
+        at=at,
+        query_hash=None,
+        query=None,
+        scope={},
+        accepted_ids=(),
+        rejected=(),
+        counts=dict(counts),
+        input_count=sum(counts.values()),
+        dry_run=False,
+        config_hash=config_hash,
+        elapsed_ms=0.0,
+        extra={"source_record_id": source_record_id, "ids": sorted(ids), "tombstoned": True},
+    )
 
 
 def count_reasons(reasons: Iterable[str]) -> dict[str, int]:

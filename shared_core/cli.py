@@ -92,6 +92,84 @@ def _cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _open_store(args: argparse.Namespace, *, read_only: bool = False) -> Any:
+    from .store import MemoryStore
+
+    book = load_config(args.config) if getattr(args, "config", None) else None
+    return MemoryStore(args.store, config=book, read_only=read_only)
+
+
+def _cmd_add(args: argparse.Namespace, out: TextIO) -> int:
+    from tqdm import tqdm
+
+    items = read_hits_jsonl(args.input)
+    counts: dict[str, int] = {}
+    with _open_store(args) as store:
+        batch = max(1, args.batch)
+        bar = tqdm(total=len(items), unit="memory", disable=not args.progress, file=sys.stderr)
+        for start in range(0, len(items), batch):
+            for d in store.add(items[start : start + batch], dry_run=args.dry_run):
+                counts[d.action.value] = counts.get(d.action.value, 0) + 1
+                if args.json:
+                    print(json.dumps(d.model_dump(mode="json") | {"index": d.index + start}), file=out)
+            bar.update(min(batch, len(items) - start))
+        bar.close()
+    if not args.json:
+        summary = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "nothing"
+        print(
+            f"{len(items)} item(s) from {args.input}{' (dry run)' if args.dry_run else ''}: {summary}",
+            file=out,
+        )
+    return 0
+
+
+def _cmd_query(args: argparse.Namespace, out: TextIO) -> int:
+    scope = Scope.parse(args.scope)
+    with _open_store(args, read_only=args.dry_run) as store:
+        result = store.query(args.text, scope=scope, k=args.k, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps(result.to_json_dict(), ensure_ascii=False), file=out)
+    else:
+        print_result(result, out, title=f"query over {args.store}{' (dry run)' if args.dry_run else ''}")
+    return 0
+
+
+def _cmd_quarantine(args: argparse.Namespace, out: TextIO) -> int:
+    with _open_store(args) as store:
+        if args.action == "list":
+            for item in store.quarantine_list():
+                print(json.dumps(item, ensure_ascii=False), file=out)
+        elif args.action == "approve":
+            d = store.quarantine_approve(args.id)
+            print(f"{args.id}: {d.action.value} {d.id or ''}".rstrip(), file=out)
+        elif args.action == "reject":
+            if not store.quarantine_reject(args.id):
+                raise InputError(f"no quarantined candidate {args.id!r}")
+            print(f"{args.id}: discarded", file=out)
+        else:
+            print(f"purged {store.quarantine_purge()} expired candidate(s)", file=out)
+    return 0
+
+
+def _cmd_forget(args: argparse.Namespace, out: TextIO) -> int:
+    with _open_store(args) as store:
+        report = store.forget(args.source)
+    print(json.dumps(report, ensure_ascii=False), file=out)
+    return 0
+
+
+def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
+    from .evaluation import run_eval_command
+
+    return run_eval_command(args, out)
+
+
+def _cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
+    from .mcp_server import run_mcp_command
+
+    return run_mcp_command(args, out)
+
+
 def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     from .demo import run_demo
 
@@ -115,6 +193,57 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     g.set_defaults(func=_cmd_gate)
 
+    a = sub.add_parser("add", help="write memories from a JSONL file through the write gate")
+    a.add_argument("--store", required=True, help="store folder (created if missing)")
+    a.add_argument("--input", required=True, help="JSONL file, one memory per line")
+    a.add_argument("--config", help="TOML config file")
+    a.add_argument("--batch", type=int, default=64, help="memories per write batch")
+    a.add_argument("--dry-run", action="store_true", help="decide without writing")
+    a.add_argument("--json", action="store_true", help="one JSON decision per line")
+    a.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    a.set_defaults(func=_cmd_add)
+
+    q = sub.add_parser("query", help="hybrid retrieval in a scope, then the recall gate")
+    q.add_argument("--store", required=True)
+    q.add_argument("--scope", required=True, help="user=U,agent=A,space=S[,route=R]")
+    q.add_argument("--config", help="TOML config file")
+    q.add_argument("-k", type=int, default=None, help="at most k accepted hits")
+    q.add_argument("--dry-run", action="store_true", help="preview: opens the store read-only")
+    q.add_argument("--json", action="store_true")
+    q.add_argument("text", help="the question")
+    q.set_defaults(func=_cmd_query)
+
+    qu = sub.add_parser("quarantine", help="review held candidates (W6)")
+    qu.add_argument("action", choices=["list", "approve", "reject", "purge"])
+    qu.add_argument("id", nargs="?", help="quarantine id (approve, reject)")
+    qu.add_argument("--store", required=True)
+    qu.set_defaults(func=_cmd_quarantine)
+
+    f = sub.add_parser("forget", help="delete everything derived from a source record (L2)")
+    f.add_argument("--source", required=True, help="source_record_id")
+    f.add_argument("--store", required=True)
+    f.set_defaults(func=_cmd_forget)
+
+    e = sub.add_parser("eval", help="evaluate retrieval and gating on labeled cases (E1)")
+    e.add_argument(
+        "cases", nargs="?", help="cases JSONL (query, scope, expected_memory_ids, must_not_return)"
+    )
+    e.add_argument("--store", help="store folder the cases refer to")
+    e.add_argument(
+        "--beir", help="a BEIR folder (corpus.jsonl, queries*.jsonl, qrels/) instead of a cases file"
+    )
+    e.add_argument("--split", default="train", help="BEIR qrels split (default: train)")
+    e.add_argument("--limit", type=int, default=None, help="evaluate at most this many queries")
+    e.add_argument("-k", type=int, default=10, help="cut-off K for the metrics")
+    e.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    e.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    e.set_defaults(func=_cmd_eval)
+
+    m = sub.add_parser("mcp", help="serve memory_save / memory_recall / memory_preview over MCP stdio (A4)")
+    m.add_argument("--store", required=True, help="store folder")
+    m.add_argument("--config", help="TOML config file")
+    m.set_defaults(func=_cmd_mcp)
+
     d = sub.add_parser("demo", help="build a memory space offline and show what the gate accepts and rejects")
     d.add_argument("--keep", action="store_true", help="keep the demo store folder instead of deleting it")
     d.set_defaults(func=_cmd_demo)
@@ -127,6 +256,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     parser = _parser()
     args = parser.parse_args(argv)
     func: Command = args.func
+    if getattr(args, "action", None) in ("approve", "reject") and not args.id:
+        parser.error(f"quarantine {args.action} needs an ID")
     try:
         return func(args, out)
     except (InputError, ValueError) as exc:  # includes ScopeError, ConfigError, HitParseError

@@ -22,19 +22,27 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
-from .models import Tier
+from .models import Origin, Tier
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["SEED_MIN_SCORE", "ConfigBook", "GateConfig", "load_config"]
+__all__ = [
+    "SEED_MIN_SCORE",
+    "ConfigBook",
+    "GateConfig",
+    "TrustAction",
+    "TrustRule",
+    "WritePolicy",
+    "load_config",
+]
 
 SEED_MIN_SCORE = 0.78
 """The seeds' ``min_score``: the default for similarity scores imported from elsewhere."""
@@ -115,6 +123,78 @@ def _validate(data: Mapping[str, Any], *, where: str) -> GateConfig:
         raise ConfigError(f"invalid gate configuration in {where}: {problems}") from None
 
 
+TrustAction = Literal["write", "quarantine", "reject"]
+
+
+class TrustRule(BaseModel):
+    """Trust decision for one origin, by grounding (W3)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cited: TrustAction = "write"
+    uncited: TrustAction = "quarantine"
+    confirmations_to_write: int | None = Field(default=2, ge=1)
+
+
+def _default_trust() -> dict[Origin, TrustRule]:
+    return {
+        Origin.USER_EXPLICIT: TrustRule(cited="write", uncited="write"),
+        Origin.EXTERNAL_VERIFIED: TrustRule(cited="write", uncited="write"),
+        Origin.AGENT_INFERRED: TrustRule(cited="write", uncited="quarantine"),
+        Origin.AGENT_SUMMARY: TrustRule(cited="write", uncited="quarantine"),
+        Origin.EXTERNAL_UNVERIFIED: TrustRule(
+            cited="quarantine", uncited="quarantine", confirmations_to_write=3
+        ),
+    }
+
+
+class WritePolicy(BaseModel):
+    """Write-gate settings (W8: policy is configuration and code, not prompt text).
+
+    Attributes:
+        max_chars: largest title + body accepted; checked before any other work.
+        pii: what to do with personal data: ``mask`` (default), ``reject`` or ``allow``.
+        injection: ``quarantine`` (default) or ``reject`` text that tries to instruct the agent.
+        trust: per-origin decision for cited and uncited candidates (W3).
+        default_origin: origin assumed when a candidate names none.
+        dedup_threshold: cosine at or above which a scoped neighbour is the same memory (W2).
+        promote_at: evidence count at which a tentative memory becomes confirmed (W7).
+        trusted_tier_origins: origins whose explicit ``tier`` is honoured (others start tentative).
+        quarantine_ttl_days: how long a held candidate waits for review (W6).
+        retention_days: default expiry of new memories (``None``: keep until deleted, L3).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    max_chars: int = Field(default=20_000, ge=1)
+    pii: Literal["mask", "reject", "allow"] = "mask"
+    injection: Literal["quarantine", "reject"] = "quarantine"
+    trust: dict[Origin, TrustRule] = Field(default_factory=_default_trust)
+    default_origin: Origin = Origin.AGENT_INFERRED
+    dedup_threshold: float = Field(default=0.92, gt=0.0, le=1.0)
+    promote_at: int = Field(default=2, ge=1)
+    trusted_tier_origins: tuple[Origin, ...] = (Origin.USER_EXPLICIT, Origin.EXTERNAL_VERIFIED)
+    quarantine_ttl_days: float = Field(default=14.0, ge=7.0, le=30.0)
+    retention_days: float | None = Field(default=None, gt=0.0)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> WritePolicy:
+        """Build from a ``[write]`` TOML table.
+
+        Raises:
+            ConfigError: on unknown keys or invalid values.
+        """
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"invalid write policy: {problems}") from None
+
+    def policy_hash(self) -> str:
+        """Stable hash of the policy (goes into write audit records)."""
+        return _hash(self.model_dump(mode="json"))
+
+
 class ConfigBook(BaseModel):
     """Default gate settings plus per-memory-space overrides."""
 
@@ -122,10 +202,16 @@ class ConfigBook(BaseModel):
 
     default: GateConfig = GateConfig()
     spaces: dict[str, GateConfig] = Field(default_factory=dict)
+    write_default: WritePolicy = Field(default_factory=lambda: WritePolicy())
+    write_spaces: dict[str, WritePolicy] = Field(default_factory=dict)
 
     def for_space(self, memory_space_id: str) -> GateConfig:
-        """The settings that apply to ``memory_space_id``."""
+        """The recall settings that apply to ``memory_space_id``."""
         return self.spaces.get(memory_space_id, self.default)
+
+    def write_for(self, memory_space_id: str) -> WritePolicy:
+        """The write policy that applies to ``memory_space_id``."""
+        return self.write_spaces.get(memory_space_id, self.write_default)
 
     def config_hash(self) -> str:
         """Stable hash of the whole book."""
@@ -146,16 +232,27 @@ class ConfigBook(BaseModel):
         if not isinstance(gate, Mapping):
             raise ConfigError("[gate] must be a table")
         default = _validate({**base_values, **gate}, where="[gate]")
+        write = data.get("write", {})
+        if not isinstance(write, Mapping):
+            raise ConfigError("[write] must be a table")
+        write_default = WritePolicy.from_mapping(write)
         spaces: dict[str, GateConfig] = {}
+        write_spaces: dict[str, WritePolicy] = {}
         raw_spaces = data.get("spaces", {})
         if not isinstance(raw_spaces, Mapping):
             raise ConfigError("[spaces] must be a table")
         for name, table in raw_spaces.items():
             if not isinstance(table, Mapping) or set(table) - {"gate", "write"}:
                 raise ConfigError(f"[spaces.{name!r}] may only hold 'gate' and 'write' tables")
-            override = table.get("gate", {})
-            spaces[name] = _validate({**default.model_dump(), **override}, where=f"[spaces.{name!r}.gate]")
-        return cls(default=default, spaces=spaces)
+            if "gate" in table:
+                spaces[name] = _validate(
+                    {**default.model_dump(), **table["gate"]}, where=f"[spaces.{name!r}.gate]"
+                )
+            if "write" in table:
+                write_spaces[name] = WritePolicy.from_mapping(
+                    {**write_default.model_dump(), **table["write"]}
+                )
+        return cls(default=default, spaces=spaces, write_default=write_default, write_spaces=write_spaces)
 
 
 def load_config(path: str | Path, *, base: GateConfig | None = None) -> ConfigBook:

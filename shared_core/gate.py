@@ -70,6 +70,12 @@ class GateResult:
             "audit": self.audit.model_dump(mode="json"),
         }
 
+    def _repr_html_(self) -> str:
+        """Rich display in Jupyter: accepted vs rejected, reason badges, channel scores."""
+        from .display import gate_result_html
+
+        return gate_result_html(self)
+
     def tool_result(self) -> dict[str, Any]:
         """What an agent tool returns (R11): accepted memories for the model, a summary for operators."""
         return {

@@ -294,6 +294,7 @@ _HIT_FIELDS = frozenset(
         "fused_score",
         "fused_rank",
         "channels",
+        "channel_ranks",
     }
 )
 
@@ -313,6 +314,7 @@ class Hit(BaseModel):
     fused_score: float | None = None
     fused_rank: int | None = Field(default=None, ge=1)
     channels: StrTuple = ()
+    channel_ranks: dict[str, int] | None = None
 
     @property
     def id(self) -> str:
@@ -352,6 +354,7 @@ class Hit(BaseModel):
             "bm25_score": self.bm25_score,
             "fused_score": self.fused_score,
             "fused_rank": self.fused_rank,
+            "channel_ranks": dict(self.channel_ranks) if self.channel_ranks else None,
             "valid_from": r.valid_from.isoformat() if r.valid_from else None,
             "valid_to": r.valid_to.isoformat() if r.valid_to else None,
             "verification_status": r.verification_status,

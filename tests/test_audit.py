@@ -18,7 +18,9 @@ def test_jsonl_sink_appends_one_line_per_run(tmp_path: Path) -> None:
     """Each run appends one JSON line with ids and reasons only."""
     sink = JsonlSink(tmp_path / "audit" / "gate.jsonl")
     gate = RecallGate(sinks=[sink], clock=FrozenClock("2026-07-13T00:00:00Z"))
-    gate.evaluate([make_hit("a", body="private body alpha"), make_hit("b", score=0.1)], scope=SCOPE, query="q1")
+    gate.evaluate(
+        [make_hit("a", body="private body alpha"), make_hit("b", score=0.1)], scope=SCOPE, query="q1"
+    )
     gate.preview([make_hit("c")], scope=SCOPE, query="q2")
     lines = sink.path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 2
@@ -52,7 +54,9 @@ def test_failing_sink_does_not_break_recall(caplog: pytest.LogCaptureFixture) ->
     def broken(record: AuditRecord) -> None:
         raise OSError("disk full")
 
-    result = RecallGate(sinks=[broken], clock=FrozenClock("2026-07-02T00:00:00Z")).evaluate([make_hit("a")], scope=SCOPE)
+    result = RecallGate(sinks=[broken], clock=FrozenClock("2026-07-02T00:00:00Z")).evaluate(
+        [make_hit("a")], scope=SCOPE
+    )
     assert result.accepted_ids == ["a"]
     assert "audit sink" in caplog.text
 

@@ -14,7 +14,9 @@ from shared_core.timeutil import parse_datetime
 
 def run_case(case: dict[str, Any]) -> Any:
     gate = RecallGate(GateConfig(**case["config"]))
-    return gate.evaluate(case["hits"], scope=case["scope"], now=parse_datetime(case["now"]), query=case["query"])
+    return gate.evaluate(
+        case["hits"], scope=case["scope"], now=parse_datetime(case["now"]), query=case["query"]
+    )
 
 
 @pytest.mark.parametrize("case", GATE_CASES, ids=[c["name"] for c in GATE_CASES])
@@ -22,8 +24,14 @@ def test_case_table(case: dict[str, Any]) -> None:
     """Each case gives exactly the accepted ids in order and the primary reason per rejected id."""
     result = run_case(case)
     assert result.accepted_ids == case["accepted"]
-    got = {r.id: r.reason.value for r in result.rejected if r.id not in case["accepted"] or r.reason.value == "invalid"}
+    got = {
+        r.id: r.reason.value
+        for r in result.rejected
+        if r.id not in case["accepted"] or r.reason.value == "invalid"
+    }
     assert got == case["rejected"]
     assert_partition(result, len(case["hits"]))
     assert_scope_safe(result, Scope.model_validate(case["scope"]))
-    assert_no_text(result.audit, [h.get("body", "") for h in case["hits"]] + [h.get("title", "") for h in case["hits"]])
+    assert_no_text(
+        result.audit, [h.get("body", "") for h in case["hits"]] + [h.get("title", "") for h in case["hits"]]
+    )

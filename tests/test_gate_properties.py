@@ -16,7 +16,9 @@ NOW = datetime(2026, 7, 13, tzinfo=timezone.utc)
 SCOPE = Scope(user_id="u1", agent_id="a1", memory_space_id="s1", route_id=None)
 UNBOUNDED = {"max_hits": 10_000}
 
-scores = st.one_of(st.none(), st.floats(min_value=-1.0, max_value=1.0), st.sampled_from([0.78, 0.7799999, 0.75]))
+scores = st.one_of(
+    st.none(), st.floats(min_value=-1.0, max_value=1.0), st.sampled_from([0.78, 0.7799999, 0.75])
+)
 times = st.datetimes(
     min_value=datetime(2024, 1, 1), max_value=datetime(2026, 12, 31), timezones=st.just(timezone.utc)
 )
@@ -161,7 +163,9 @@ def test_same_instant_in_any_time_zone_gives_the_same_decision(h: dict[str, Any]
     assert [r.reasons for r in a.rejected] == [r.reasons for r in b.rejected]
 
 
-invisible = st.sampled_from(["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\U000e0041", "\u202e", ""])
+invisible = st.sampled_from(
+    ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\U000e0041", "\u202e", ""]
+)
 
 
 @given(
@@ -195,7 +199,14 @@ def test_marker_evasion_does_not_change_the_decision(
     assert result.rejected[0].reason.value == "superseded"
 
 
-@given(st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=5), st.dictionaries(st.text(max_size=5), st.integers())), max_size=8))
+@given(
+    st.lists(
+        st.one_of(
+            st.none(), st.integers(), st.text(max_size=5), st.dictionaries(st.text(max_size=5), st.integers())
+        ),
+        max_size=8,
+    )
+)
 def test_garbage_never_raises(items: list[Any]) -> None:
     """Arbitrary junk in the batch is rejected as invalid, never raised."""
     result = gate().evaluate(items, scope=SCOPE)
@@ -209,7 +220,10 @@ def test_model_construct_bypass_is_still_invalid() -> None:
     from shared_core.testing import make_record
 
     rec = make_record("x").model_copy(update={"updated_at": datetime(2026, 7, 1)})
-    bad = [Hit.model_construct(record=make_record("nan"), score=float("nan")), Hit.model_construct(record=rec, score=0.9)]
+    bad = [
+        Hit.model_construct(record=make_record("nan"), score=float("nan")),
+        Hit.model_construct(record=rec, score=0.9),
+    ]
     result = gate().evaluate(bad, scope=SCOPE)
     assert result.accepted == ()
     assert [r.reason.value for r in result.rejected] == ["invalid", "invalid"]

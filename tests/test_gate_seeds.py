@@ -32,7 +32,10 @@ def test_stale_short_lived_memo_is_dropped_and_long_term_policy_kept() -> None:
     """A 6-month-old memo is stale; a 2-year-old long_term_policy passes."""
     old = CLOCK.now.replace(year=2026, month=1)
     ancient = CLOCK.now.replace(year=2024)
-    hits = [make_hit("memo", updated_at=old), make_hit("policy", updated_at=ancient, tags=["long_term_policy"])]
+    hits = [
+        make_hit("memo", updated_at=old),
+        make_hit("policy", updated_at=ancient, tags=["long_term_policy"]),
+    ]
     result = gate().evaluate(hits, scope=SCOPE)
     assert result.accepted_ids == ["policy"]
     assert result.reasons() == {"memo": Reason.STALE}

@@ -1,0 +1,113 @@
+"""Write-side screens (W4, W5): credentials, personal data, and instructions aimed at the agent.
+
+Every screen has one method, ``scan(text) -> list[Finding]``; :func:`screen` runs several and
+returns a :class:`ScreenReport`. Findings carry a kind, a rule id, a span, a severity and a
+score, never the matched text, so a report can go into an audit record as it is::
+
+    from shared_core.screening import mask_pii, screen
+
+    report = screen("My card is 4111 1111 1111 1111, call 090-1234-5678")
+    report.has_secret          # True: card numbers are credentials (W4)
+    report.max_severity        # Severity.HIGH
+    masked = mask_pii(text, report.findings)   # "... call <JP_PHONE_NUMBER>"
+
+What a finding *means* for a write (reject, quarantine, mask) is the write policy's decision.
+
+Screens:
+    :class:`SecretScreen`: API keys, tokens, private keys, passwords, card numbers.
+    :class:`PiiScreen`: Presidio pattern recognizers plus Japanese and Korean patterns.
+    :class:`InjectionScreen`: instruction overrides, role switches, exfiltration, persistence,
+    encoded payloads and hidden text, in seven languages.
+
+Case tables (``secrets``, ``pii``, ``injection``) shared by the tests of every adapter are
+returned by :func:`load_cases`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Literal
+
+from ..errors import InputError
+from .findings import DEFAULT_MAX_CHARS, Finding, FindingKind, Screen, ScreenReport, Severity
+from .injection import InjectionRule, InjectionScreen
+from .pii import DEFAULT_PII_ENTITIES, PiiPattern, PiiScreen, mask_pii
+from .secrets import SecretRule, SecretScreen
+
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "DEFAULT_PII_ENTITIES",
+    "Finding",
+    "FindingKind",
+    "InjectionRule",
+    "InjectionScreen",
+    "PiiPattern",
+    "PiiScreen",
+    "Screen",
+    "ScreenReport",
+    "SecretRule",
+    "SecretScreen",
+    "Severity",
+    "default_screens",
+    "load_cases",
+    "mask_pii",
+    "screen",
+]
+
+
+@lru_cache(maxsize=1)
+def default_screens() -> tuple[Screen, ...]:
+    """The screens :func:`screen` runs by default: secrets, PII, injection (created once)."""
+    return (SecretScreen(), PiiScreen(), InjectionScreen())
+
+
+def screen(text: str, *, screens: Sequence[Screen] | None = None) -> ScreenReport:
+    """Run screens over ``text`` and collect their findings in one report.
+
+    Args:
+        text: the text to screen (a memory's title and body, say).
+        screens: the screens to run (default :func:`default_screens`); any object with
+            ``scan(text) -> list[Finding]`` is a screen. An empty sequence finds nothing.
+
+    Returns:
+        A :class:`ScreenReport` with the findings of all screens, sorted by position.
+
+    Raises:
+        InputError: if ``text`` is not a str, is longer than a screen's ``max_chars``, or a
+            screen is not a screen.
+    """
+    if not isinstance(text, str):
+        raise InputError(f"text to screen must be a str, not {type(text).__name__}")
+    chosen = default_screens() if screens is None else tuple(screens)
+    findings: list[Finding] = []
+    for s in chosen:
+        if not isinstance(s, Screen):
+            raise InputError(f"{type(s).__name__} is not a screen (it has no scan(text) method)")
+        findings.extend(s.scan(text))
+    return ScreenReport.of(findings)
+
+
+CaseTable = Literal["secrets", "pii", "injection"]
+
+
+def load_cases(name: CaseTable) -> list[dict[str, Any]]:
+    """Load a shared case table: rows of ``{"text", "expect", "kind", "note"}``.
+
+    ``expect`` says whether a finding of ``kind`` must be reported for ``text`` (``True``) or
+    must not be (``False``). The tables live in ``shared_core/data/screening/`` and are reused
+    by the LangChain and LlamaIndex adapters' tests.
+
+    Raises:
+        InputError: if there is no table of that name.
+    """
+    if name not in ("secrets", "pii", "injection"):
+        raise InputError(f"no case table named {name!r}")
+    path = resources.files("shared_core") / "data" / "screening" / f"{name}_cases.jsonl"
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            rows.append(json.loads(line))
+    return rows

@@ -1,0 +1,247 @@
+"""MemoryStore: scoped hybrid retrieval over Chroma + BM25, consistency, lock (R1, R12, H1-H4)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from invariants import assert_no_text, assert_partition, assert_scope_safe
+from stores import SCOPE, make_store, mem
+
+from shared_core import EmbeddingError, InputError, Scope, ScopeError, StoreLockedError
+from shared_core.testing import HashEmbedding
+
+
+@pytest.fixture
+def store():  # type: ignore[no-untyped-def]
+    s = make_store()
+    yield s
+    s.close()
+
+
+def test_add_then_query_returns_gated_hits_with_provenance(store) -> None:  # type: ignore[no-untyped-def]
+    """A stored memory comes back accepted with channel ranks and bounded scores (R12)."""
+    store.add([mem("Official posts go out at 10:00 after review.", "Posting policy")])
+    result = store.query("when do official posts go out", scope=SCOPE)
+    assert len(result.accepted) == 1
+    hit = result.accepted[0]
+    prov = hit.provenance()
+    assert set(prov["channels"]) == {"keyword", "vector"}
+    assert prov["keyword_rank"] == 1 and prov["vector_rank"] == 1
+    assert -1.0 <= hit.score <= 1.0 and 0.0 <= hit.lexical_score <= 1.0
+    assert result.audit.extra["in_scope"] == 1
+
+
+def test_scope_is_applied_before_retrieval(store) -> None:  # type: ignore[no-untyped-def]
+    """Memories of another user, agent, space or route never reach the gate, let alone the model (R1)."""
+    text = "The launch code word is heliotrope."
+    store.add(
+        [
+            mem(text, user_id="u2"),
+            mem(text, agent_id="a2"),
+            mem(text, memory_space_id="s2"),
+            mem(text, route_id="r9"),
+            mem("Our team mascot is a heron."),
+        ]
+    )
+    hits, timings = store.search("launch code word heliotrope", scope=SCOPE)
+    assert [h.record.body for h in hits] == ["Our team mascot is a heron."]
+    assert timings["in_scope"] == 1
+
+
+def test_shared_memories_are_visible_to_the_space(store) -> None:  # type: ignore[no-untyped-def]
+    """A shared memory of another user in the same space and route is retrievable (R2)."""
+    store.add([mem("Refunds are processed within 5 days.", user_id="u2", agent_id="a9", visibility="shared")])
+    result = store.query("refunds processed within days", scope=SCOPE)
+    assert [h.record.user_id for h in result.accepted] == ["u2"]
+
+
+def test_error_code_found_by_keyword_channel(store) -> None:  # type: ignore[no-untyped-def]
+    """An exact error code is found lexically and passes on lexical_score (H1, DESIGN Scores)."""
+    store.add([mem("E-4012 means the gateway timed out; retry once."), mem("Lunch is at noon.")])
+    result = store.query("E-4012", scope=SCOPE)
+    assert result.accepted[0].record.body.startswith("E-4012")
+    assert result.accepted[0].lexical_score == 1.0
+    assert "keyword" in result.accepted[0].channels
+
+
+def test_japanese_memory_found_by_japanese_query(store) -> None:  # type: ignore[no-untyped-def]
+    """CJK bigrams make Japanese memories searchable with BM25 (H4)."""
+    store.add([mem("請求書の支払いは月末締め翌月末払いです。"), mem("Posting happens at ten.")])
+    hits, _ = store.search("支払いはいつ", scope=SCOPE)
+    assert hits[0].record.body.startswith("請求書")
+    assert hits[0].keyword_rank == 1
+
+
+def test_no_scope_is_an_error_never_an_unscoped_search(store) -> None:  # type: ignore[no-untyped-def]
+    """A query without a complete scope raises ScopeError (R1)."""
+    with pytest.raises(ScopeError):
+        store.query("anything", scope=None)
+    with pytest.raises(ScopeError):
+        store.query("anything", scope={"user_id": "u1", "agent_id": "a1"})
+
+
+def test_bad_query_input_is_typed(store) -> None:  # type: ignore[no-untyped-def]
+    """Non-string and huge queries raise InputError before any work."""
+    with pytest.raises(InputError):
+        store.query(123, scope=SCOPE)  # type: ignore[arg-type]
+    with pytest.raises(InputError):
+        store.query("x" * 10_001, scope=SCOPE)
+    with pytest.raises(InputError):
+        store.query("x", scope=SCOPE, k=0)
+
+
+def test_dry_run_changes_nothing(store) -> None:  # type: ignore[no-untyped-def]
+    """A write dry-run stores nothing; a query preview decides the same and flags the audit (R10)."""
+    decisions = store.add([mem("Dry-run memory about kites.")], dry_run=True)
+    assert decisions[0].action.value == "write" and decisions[0].dry_run
+    assert store.all_ids("s1") == set()
+    store.add([mem("Real memory about kites.")])
+    before = store.all_ids("s1")
+    preview = store.preview("kites", scope=SCOPE)
+    real = store.query("kites", scope=SCOPE)
+    assert preview.accepted_ids == real.accepted_ids and preview.audit.dry_run
+    assert store.all_ids("s1") == before
+
+
+def test_idempotent_upsert_and_indexes_agree(store) -> None:  # type: ignore[no-untyped-def]
+    """Writing the same memory twice keeps one id; Chroma ids == BM25 ids (H2)."""
+    store.add([mem("Same fact.")])
+    store.add([mem("Same fact.")])
+    assert len(store.all_ids("s1")) == 1
+    assert store.all_ids("s1") == store.indexed_ids("s1")
+
+
+def test_weighted_fusion_and_rrf_keep_channel_ranks() -> None:
+    """Both fusion modes keep channel ranks and raw scores, and weights change the order (H1)."""
+    from shared_core.fusion import ChannelResult, FusionConfig, fuse
+
+    kw = ChannelResult("keyword", ["a", "b"], [9.0, 1.0])
+    vec = ChannelResult("vector", ["b", "a"], [0.9, 0.1])
+    for mode in ("rrf", "weighted"):
+        cfg = FusionConfig(mode=mode)
+        lex_heavy = fuse([kw, vec], {"keyword": 3.0, "vector": 1.0}, cfg)
+        sem_heavy = fuse([kw, vec], {"keyword": 1.0, "vector": 3.0}, cfg)
+        assert lex_heavy[0].id == "a" and sem_heavy[0].id == "b"
+        assert lex_heavy[0].ranks == {"keyword": 1, "vector": 2} and lex_heavy[0].raw["keyword"] == 9.0
+
+
+def test_tiny_corpus_bm25_scores_are_positive() -> None:
+    """A word in one of two memories still scores above zero (Lucene IDF, not Okapi's)."""
+    from shared_core.bm25 import BM25Partition
+
+    for engine in ("rank_bm25", "bm25s"):
+        p = BM25Partition(["a", "b"], [["kite"], ["heron"]], engine=engine)  # type: ignore[arg-type]
+        assert p.scores(["kite"])[0] > 0 and p.top(["kite"], 5)[0][0] == 0
+
+
+def test_vector_search_through_chroma_gives_the_same_top_hit() -> None:
+    """vector_search='chroma' ranks inside the scope with Chroma's index and agrees on the top hit."""
+    stores = [make_store(vector_search=v) for v in ("memory", "chroma")]
+    for s in stores:
+        s.add([mem("Kites fly in the wind."), mem("Herons fish in rivers."), mem("Kites fly", user_id="u2")])
+    tops = [s.search("kites flying in wind", scope=SCOPE)[0][0].record.body for s in stores]
+    assert tops == ["Kites fly in the wind."] * 2
+
+
+def test_bm25s_engine_finds_the_same_memory() -> None:
+    """The optional bm25s engine retrieves like the default on a small store."""
+    s = make_store(bm25_engine="bm25s")
+    s.add([mem("E-4012 gateway timeout."), mem("Lunch at noon.")])
+    assert s.query("E-4012", scope=SCOPE).accepted[0].record.body.startswith("E-4012")
+
+
+def test_mixing_embedding_models_is_refused(tmp_path: Path) -> None:
+    """A collection built with one embedding refuses a store with another (dimension or name)."""
+    with make_store(tmp_path) as s:
+        s.add([mem("A fact.")])
+    with make_store(tmp_path, embedding=HashEmbedding(dimension=64)) as other, pytest.raises(EmbeddingError):
+        other.query("fact", scope=SCOPE)
+
+
+def test_persistent_reopen_rebuilds_bm25_from_chroma(tmp_path: Path) -> None:
+    """After reopening, BM25 is rebuilt from Chroma and finds what was written (H2)."""
+    with make_store(tmp_path) as s:
+        s.add([mem("E-4012 gateway timeout."), mem("Herons fish.")])
+    with make_store(tmp_path) as s:
+        assert s.all_ids("s1") == s.indexed_ids("s1")
+        assert s.query("E-4012", scope=SCOPE).accepted[0].record.body.startswith("E-4012")
+
+
+def test_second_writer_process_gets_a_typed_error_quickly(tmp_path: Path) -> None:
+    """A second process opening the same path for writing fails with StoreLockedError within seconds."""
+    with make_store(tmp_path):
+        code = textwrap.dedent(
+            f"""
+            import time, sys
+            sys.path.insert(0, {str(Path(__file__).parent)!r})
+            from stores import make_store
+            from shared_core import StoreLockedError
+            t = time.monotonic()
+            try:
+                make_store({str(tmp_path)!r}, lock_timeout=1.0)
+            except StoreLockedError:
+                print("locked", round(time.monotonic() - t, 1))
+            """
+        )
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert proc.stdout.startswith("locked"), proc.stderr[-2000:]
+        assert float(proc.stdout.split()[1]) < 5
+    with make_store(tmp_path):  # released on close
+        pass
+
+
+def test_lock_is_exclusive_in_process_too(tmp_path: Path) -> None:
+    """Two writers on one path in one process are refused as well."""
+    with make_store(tmp_path), pytest.raises(StoreLockedError):
+        make_store(tmp_path, lock_timeout=0.2)
+
+
+def test_audit_file_has_one_record_per_operation_and_no_text(tmp_path: Path) -> None:
+    """A persistent store writes write and recall audit records to <path>/audit, without bodies."""
+    with make_store(tmp_path) as s:
+        s.add([mem("Confidential roadmap item: project nightjar.")])
+        s.query("roadmap", scope=SCOPE)
+        lines = s.audit_path.read_text(encoding="utf-8").splitlines()
+    assert [line.split('"event":"')[1].split('"')[0] for line in lines] == ["write", "recall"]
+    for line in lines:
+        assert_no_text(line, ["Confidential roadmap item: project nightjar."])
+
+
+words = st.sampled_from(
+    ["kite", "heron", "launch", "code", "secret", "plan", "river", "wind", "policy", "E-4012"]
+)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["u1", "u2", "u3"]),
+            st.sampled_from(["private", "shared"]),
+            st.lists(words, min_size=1, max_size=6),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.lists(words, min_size=1, max_size=4),
+)
+def test_another_users_private_memory_is_never_returned(docs, query) -> None:  # type: ignore[no-untyped-def]
+    """Whatever the texts, a private memory of another user is never a hit nor accepted (R1, R2)."""
+    s = make_store()
+    try:
+        s.add([mem(" ".join(w), user_id=u, visibility=v) for u, v, w in docs])
+        scope = Scope(**SCOPE)
+        hits, _ = s.search(" ".join(query), scope=scope)
+        for h in hits:
+            assert h.record.user_id == "u1" or h.record.visibility.value == "shared"
+        result = s.query(" ".join(query), scope=scope)
+        assert_scope_safe(result, scope)
+        assert_partition(result, len(hits))
+    finally:
+        s.close()

@@ -1,1 +1,23 @@
-"""LangChain adapter for recall-gate."""
+"""LangChain adapter for recall-gate: gated retrievers, a gated vector store, audit callbacks (A1).
+
+Adapters only convert and delegate: every decision is made by :mod:`shared_core`. The public
+surface is pinned by ``tests/test_langchain_api.py``.
+"""
+
+from __future__ import annotations
+
+from .callbacks import AUDIT_EVENT, AuditCallbackHandler
+from .compressor import RecallGateCompressor
+from .convert import PROVENANCE_KEY
+from .retriever import GatedRetriever
+from .vectorstore import GatedVectorStore, GatedVectorStoreRetriever
+
+__all__ = [
+    "AUDIT_EVENT",
+    "PROVENANCE_KEY",
+    "AuditCallbackHandler",
+    "GatedRetriever",
+    "GatedVectorStore",
+    "GatedVectorStoreRetriever",
+    "RecallGateCompressor",
+]

@@ -1,1 +1,17 @@
-"""LlamaIndex adapter for recall-gate."""
+"""LlamaIndex adapter for recall-gate: gated retriever, postprocessor, vector store, audit events."""
+
+from llamaindex_recall_gate.base import (
+    GatedRetriever,
+    GatedVectorStore,
+    RecallGateAuditEvent,
+    RecallGatePostprocessor,
+    recall_scope,
+)
+
+__all__ = [
+    "GatedRetriever",
+    "GatedVectorStore",
+    "RecallGateAuditEvent",
+    "RecallGatePostprocessor",
+    "recall_scope",
+]

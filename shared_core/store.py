@@ -618,9 +618,18 @@ class MemoryStore:
         return vec
 
     def find_duplicate(
-        self, record: MemoryRecord, vector: NDArray[np.float32], threshold: float
+        self,
+        record: MemoryRecord,
+        vector: NDArray[np.float32],
+        threshold: float,
+        *,
+        exclude: Iterable[str] = (),
     ) -> MemoryRecord | None:
-        """An active memory in the same partition with the same id or cosine >= ``threshold`` (W2)."""
+        """An active memory in the same partition with the same id or cosine >= ``threshold`` (W2).
+
+        Ids in ``exclude`` (the memories a correction replaces) are never duplicates.
+        """
+        excluded = set(exclude)
         part = self._partition(self._key(record))
         same = part.get(record.id)
         if same is not None:
@@ -633,7 +642,7 @@ class MemoryStore:
             if sims[i] < threshold:
                 break
             candidate: MemoryRecord = view.records[i]
-            if candidate.superseded_by is None:
+            if candidate.superseded_by is None and candidate.id not in excluded:
                 return candidate
         return None
 

@@ -262,8 +262,16 @@ class WriteGate:
         batch_attr: dict[tuple[str, ...], MemoryRecord] = {}  # entity/attribute -> record of this batch
         for (index, rec, reasons, rules), vec in zip(items, vectors, strict=True):
             text_key = memory_id(rec.scope, rec.title, rec.body)
+            # What this memory replaces is never its duplicate: a correction worded close to the
+            # memory it corrects must supersede it, not merge into it (L1 before W2).
+            older: MemoryRecord | None = None
+            attr_key: tuple[str, ...] = ()
+            if rec.entity and rec.attribute:
+                attr_key = (*self.store._key(rec), rec.entity, rec.attribute)
+                older = batch_attr.get(attr_key) or self.store.find_same_attribute(rec)
+            replaced = {*rec.supersedes, *((older.id,) if older is not None else ())} - {rec.id}
             existing = upserts.get(batch_seen.get(text_key, "")) or self.store.find_duplicate(
-                rec, vec, self.policy_for(rec.memory_space_id).dedup_threshold
+                rec, vec, self.policy_for(rec.memory_space_id).dedup_threshold, exclude=replaced
             )
             if existing is not None:
                 merged = self._merge(existing, now)
@@ -297,10 +305,6 @@ class WriteGate:
                     if old.id not in upsert_vecs:
                         upsert_vecs[old.id] = self.store.vector_of(old)
                     action = WriteAction.UPDATE
-            older: MemoryRecord | None = None
-            if rec.entity and rec.attribute:
-                attr_key: tuple[str, ...] = (*self.store._key(rec), rec.entity, rec.attribute)
-                older = batch_attr.get(attr_key) or self.store.find_same_attribute(rec)
             if older is not None and older.id != rec.id:
                 rec = rec.model_copy(update={"supersedes": tuple(dict.fromkeys((*rec.supersedes, older.id)))})
                 upserts[older.id] = older.model_copy(
@@ -313,7 +317,7 @@ class WriteGate:
             upserts[rec.id] = rec
             upsert_vecs[rec.id] = vec
             batch_seen[text_key] = rec.id
-            if rec.entity and rec.attribute:
+            if attr_key:
                 batch_attr[attr_key] = rec
             decisions.append(
                 WriteDecision(

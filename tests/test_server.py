@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 from stores import NOW, SCOPE, mem
 
-from shared_core import StoreUnavailableError
+from shared_core import GateConfig, StoreUnavailableError
 from shared_core.store import MemoryStore
-from shared_core import GateConfig
 from shared_core.testing import FrozenClock, HashEmbedding
 
 GATE = GateConfig(min_score=0.2, min_lexical_score=0.6)
@@ -48,9 +47,9 @@ def start_server(path: Path, port: int) -> subprocess.Popen[bytes]:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return proc
-        except OSError:
+        except OSError as exc:
             if proc.poll() is not None:
-                raise RuntimeError("chroma run exited early")
+                raise RuntimeError("chroma run exited early") from exc
             time.sleep(0.2)
     proc.kill()
     raise RuntimeError("chroma run did not start within 60 s")
@@ -103,11 +102,11 @@ def test_two_client_processes_share_one_store(server: tuple[Path, int]) -> None:
     store = http_store(port, "srv2")
     store.add([mem("First process memory about kites.")])
     code = (
-        "import sys; sys.path.insert(0, %r)\n"
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
         "from test_server import http_store\nfrom stores import mem\n"
-        "s = http_store(%d, 'srv2')\n"
+        f"s = http_store({port}, 'srv2')\n"
         "print(s.add([mem('Second process memory about kites and herons.')])[0].action.value)\n"
-    ) % (str(Path(__file__).parent), port)
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.stdout.strip() == "write", proc.stderr[-2000:]
     store.refresh()

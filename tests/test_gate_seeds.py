@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared_core import GateConfig, RecallGate, Reason, Scope
+from shared_core import GateConfig, Reason, RecallGate, Scope
 from shared_core.testing import FrozenClock, make_hit
 
 SCOPE = Scope(user_id="u1", agent_id="a1", memory_space_id="s1")

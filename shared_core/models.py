@@ -28,10 +28,19 @@ from datetime import datetime
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from .errors import ScopeError
-from .timeutil import parse_datetime
+from .timeutil import to_utc
 
 __all__ = [
     "Hit",
@@ -116,16 +125,16 @@ def _check_key(value: str, field: str) -> str:
     return value
 
 
-def _opt_datetime(value: object) -> object:
-    if value is None or value == "":
-        return None
-    return parse_datetime(value)
+def _empty_to_none(value: object) -> object:
+    return None if value == "" else value
 
 
-def _req_datetime(value: object) -> object:
-    if value is None:
-        raise ValueError("timestamp is required")
-    return parse_datetime(value)
+def _aware_utc(value: datetime | None) -> datetime | None:
+    return None if value is None else to_utc(value)
+
+
+def _req_aware_utc(value: datetime) -> datetime:
+    return to_utc(value)
 
 
 def _str_tuple(value: object) -> object:
@@ -136,8 +145,16 @@ def _str_tuple(value: object) -> object:
     return value
 
 
-OptDatetime = Annotated[datetime | None, BeforeValidator(_opt_datetime)]
-ReqDatetime = Annotated[datetime, BeforeValidator(_req_datetime)]
+# Parsing is pydantic's own (ISO 8601 strings, "Z", epoch numbers); then naive -> UTC, aware -> UTC.
+OptDatetime = Annotated[datetime | None, BeforeValidator(_empty_to_none), AfterValidator(_aware_utc)]
+ReqDatetime = Annotated[datetime, AfterValidator(_req_aware_utc)]
+# Scope keys: non-empty, at most 256 characters, no control characters (checked in pydantic-core).
+Key = Annotated[
+    str,
+    StringConstraints(
+        min_length=1, max_length=_MAX_ID, pattern=r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
+    ),
+]
 StrTuple = Annotated[tuple[str, ...], BeforeValidator(_str_tuple)]
 
 
@@ -231,13 +248,13 @@ class MemoryRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    id: str
+    id: Key
     title: str = ""
     body: str
-    user_id: str
-    agent_id: str
-    memory_space_id: str
-    route_id: str | None = None
+    user_id: Key
+    agent_id: Key
+    memory_space_id: Key
+    route_id: Annotated[Key | None, BeforeValidator(_empty_to_none)] = None
     visibility: Visibility = Visibility.PRIVATE
     status: Status = Status.APPROVED
     tier: Tier = Tier.CONFIRMED
@@ -249,28 +266,16 @@ class MemoryRecord(BaseModel):
     valid_from: OptDatetime = None
     valid_to: OptDatetime = None
     supersedes: StrTuple = ()
-    superseded_by: str | None = None
+    superseded_by: Annotated[Key | None, BeforeValidator(_empty_to_none)] = None
     deleted_at: OptDatetime = None
     expires_at: OptDatetime = None
     sensitivity: str = "low"
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     evidence_count: int = Field(default=1, ge=0)
-    source_record_id: str | None = None
+    source_record_id: Annotated[Key | None, BeforeValidator(_empty_to_none)] = None
     verification_status: str | None = None
     entity: str | None = None
     attribute: str | None = None
-
-    @field_validator("id", "user_id", "agent_id", "memory_space_id")
-    @classmethod
-    def _keys(cls, value: str, info: Any) -> str:
-        return _check_key(value, info.field_name)
-
-    @field_validator("route_id", "superseded_by", "source_record_id")
-    @classmethod
-    def _opt_keys(cls, value: str | None, info: Any) -> str | None:
-        if value is None or value == "":
-            return None
-        return _check_key(value, info.field_name)
 
     @property
     def scope(self) -> Scope:

@@ -317,8 +317,16 @@ def test_pii_extra_pattern_is_reported_and_masked() -> None:
     assert mask_pii(text, findings) == "<EMPLOYEE_ID> wrote from <EMAIL_ADDRESS>"
 
 
-def test_pii_screen_needs_no_network(socket_disabled: None) -> None:
-    """Building a PII engine and checking an e-mail domain opens no socket (no suffix-list download)."""
+def test_pii_screen_needs_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building a PII engine and checking an e-mail domain opens no connection (no suffix-list download)."""
+    import socket
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the PII screen tried to use the network")
+
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
     pii = PiiScreen(extra_patterns=[PiiPattern("TICKET", r"\bTCK-\d{5}\b")])
     assert [f.rule for f in pii.scan("write to someone@example.co.uk about TCK-12345")] == [
         "EMAIL_ADDRESS",
@@ -627,3 +635,28 @@ def test_many_findings_stay_fast() -> None:
     report = screen(text)
     assert len(report.findings) > 1000
     assert time.perf_counter() - t0 < 10
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "\n",
+        " \n",
+        "![x](http://a?b=",
+        '<img src="http://a?b',
+        "x-",
+        "a=",
+        "ignore previous ",
+        "Phone: 1 2 3 4 5 ",
+        "a@b.co ",
+        "password=x ",
+    ],
+)
+def test_adversarial_long_inputs_stay_linear(unit: str) -> None:
+    """Texts of max_chars built from one repeated fragment (regex backtracking bait) finish quickly."""
+    import time
+
+    text = (unit * (screening.DEFAULT_MAX_CHARS // len(unit) + 1))[: screening.DEFAULT_MAX_CHARS]
+    t0 = time.perf_counter()
+    screen(text)
+    assert time.perf_counter() - t0 < 8

@@ -6,10 +6,12 @@ score, never the matched text, so a report can go into an audit record as it is:
 
     from shared_core.screening import mask_pii, screen
 
-    report = screen("My card is 4111 1111 1111 1111, call 090-1234-5678")
+    text = "My card is 4111 1111 1111 1111, call 090-1234-5678"
+    report = screen(text)
     report.has_secret          # True: card numbers are credentials (W4)
     report.max_severity        # Severity.HIGH
-    masked = mask_pii(text, report.findings)   # "... call <JP_PHONE_NUMBER>"
+    report.model_dump_json()   # kinds, rules, spans, severities, scores: no text
+    mask_pii(text, report.findings)   # "My card is <CREDIT_CARD>, call <JP_PHONE_NUMBER>"
 
 What a finding *means* for a write (reject, quarantine, mask) is the write policy's decision.
 

@@ -13,7 +13,9 @@ Chinese (rule ids end in the language: ``instruction_override_ja``):
 * persistence aimed at memory ("remember that from now on", "always respond", "when the user
   asks about X, recommend Y");
 * instructions aimed at the model's output inside third-party text ("in your response",
-  "into your solution", "note to the AI");
+  "into your solution", "note to the AI"), and generation tasks ("Write a poem about ...",
+  "Explain how ...") embedded in a longer text such as an e-mail (``embedded_task_directive``,
+  LOW: the same sentence on its own is an ordinary request, not reported);
 * encoded payloads: base64 and hex blobs are decoded (bounded: at most 16 blobs of at most
   4,096 characters, nested at most twice) and the decoded text is scanned again;
 * hidden text (kind ``hidden_text``): Unicode tag characters (decoded and scanned), zero-width
@@ -34,9 +36,16 @@ original character it came from (normalisation is done character by character, s
 sequence is normalised piecewise), and a span covers the original characters from the first to
 the last normalised character matched, including any invisible characters between them.
 
+Severities: HIGH for overrides, chat-template tokens, exfiltration, image beacons, ``curl | sh``,
+tag characters and encoded instructions; MEDIUM for persona switches, leaks, persistence, output
+manipulation, tool calls, bidi controls and destructive or exfiltrating code; LOW for weak
+signals a policy may only want to quarantine: embedded task directives, ``Human:`` /
+``Assistant:`` labels, a single zero-width character, a word mixing scripts, one code signal.
+
 These are heuristics: they find the common phrasings in seven languages and their obfuscations,
 not every instruction. A paraphrase that names none of the cues (for example a plain question
-slipped into an e-mail) is not found.
+slipped into an e-mail) is not found. Every pattern is bounded (no unbounded repetition next to
+an overlapping one), so a scan is linear in the length of the text.
 """
 
 from __future__ import annotations
@@ -97,7 +106,8 @@ class InjectionRule:
 def _r(
     rule: str,
     regex: str,
-    *hints: str,
+    *,
+    hints: str | tuple[str, ...] = (),
     severity: Severity = _HIGH,
     score: float = 0.85,
     view: View = "norm",
@@ -105,11 +115,12 @@ def _r(
 ) -> InjectionRule:
     # A leading \b keeps Python's regex engine from skipping ahead to the possible first letters of
     # the pattern; it is checked after matching instead (see InjectionScreen._scan).
+    hint_tuple = tuple(hints.split(",")) if isinstance(hints, str) else hints  # "a,b" or a tuple
     word_start = regex.startswith(r"\b")
     if word_start:
         regex = regex[2:]
     return InjectionRule(
-        rule, re.compile(regex, re.MULTILINE), severity, score, hints, view, word_start, also
+        rule, re.compile(regex, re.MULTILINE), severity, score, hint_tuple, view, word_start, also
     )
 
 
@@ -185,7 +196,7 @@ _EXFIL_OBJ = (
     r"system\s+prompt|instructions|everything|contents?\s+of)"
 )
 _DEST = (
-    r"(?:https?://|www\.|[\w.+\-]+@[\w\-]+\.[a-z]{2,}|(?:this|that|the\s+following|my|our|an?\s+external|the\s+attacker'?s?)"
+    r"(?:https?://|www\.|[\w.+\-]{1,64}@[\w\-]{1,63}\.[a-z]{2,}|(?:this|that|the\s+following|my|our|an?\s+external|the\s+attacker'?s?)"
     r"\s+(?:url|link|address|e-?mail(?:\s+address)?|server|endpoint|webhook|inbox))"
 )
 _AI_WORDS = ("ai", "assistant", "llm", "model", "bot", "agent", "gpt", "claude", "copilot")
@@ -209,7 +220,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
     _r(
         "instruction_override_en",
         rf"\b{_EN_VERB}\s+{_DET}(?:{_EN_QUAL}[\s,]+(?:and\s+|or\s+)?){{1,3}}(?:[\w'\-]+\s+){{0,2}}?{_EN_NOUN}\b",
-        *_EN_VERB_HINTS,
+        hints=_EN_VERB_HINTS,
         also=_QUAL_WORDS,
         score=0.9,
     ),
@@ -217,14 +228,14 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         "instruction_override_en",
         rf"\b{_EN_VERB}\s+(?:(?:all|any|every|of)\s+){{0,2}}(?:your|the\s+(?:system|developer)|these|those)\s+"
         rf"(?:[\w'\-]+\s+)?{_EN_NOUN}\b",
-        *_EN_VERB_HINTS,
+        hints=_EN_VERB_HINTS,
         also=("your", "system", "developer", "these", "those"),
         score=0.85,
     ),
     _r(
         "instruction_override_en",
         rf"\b{_EN_VERB}\s+(?:(?:all|any|every|the)\s+){{0,2}}{_EN_NOUN_STRONG}\b",
-        *_EN_VERB_HINTS,
+        hints=_EN_VERB_HINTS,
         also=_INSTR_WORDS,
         severity=_MEDIUM,
         score=0.7,
@@ -235,49 +246,39 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"(?:you|i|we)\s+(?:were|was|have\s+been|had\s+been)?\s*(?:said|told|wrote|written|discussed|given)\w*)"
         r"(?:\s+[\w']+){0,4}?\s+(?:above|before(?:hand)?|previously|so\s+far|until\s+now|earlier|prior|"
         r"(?:you|we)\s+(?:know|knew|discussed|said|learned|were\s+told|have\s+been\s+told))\b",
-        "ignor",
-        "disregard",
-        "forget",
+        hints="ignor,disregard,forget",
         score=0.85,
     ),
     _r(
         "instruction_override_en",
         rf"\b{_EN_VERB}\s+(?:all\s+|everything\s+)?(?:of\s+)?(?:the\s+)?(?:above|foregoing)\b",
-        "ignor",
-        "disregard",
-        "forget",
+        hints="ignor,disregard,forget",
         score=0.85,
     ),
     _r(
         "instruction_override_en",
         r"\bforget\s+(?:about\s+)?(?:everything|all\s+that|it\s+all)\b",
-        "forget",
+        hints="forget",
         severity=_MEDIUM,
         score=0.6,
     ),
     _r(
         "instruction_override_en",
         rf"\bleave\s+(?:all\s+)?(?:the\s+|your\s+)?{_EN_QUAL}\s+{_EN_NOUN}\s+behind\b",
-        "leave",
+        hints="leave",
         score=0.8,
     ),
     _r(
         "instruction_override_en",
         r"\b(?:change|replace|update|overwrite|modify|reset|rewrite)\s+(?:all\s+)?(?:your|the\s+current|current|"
         r"the\s+system|the\s+previous)\s+(?:\w+\s+)?(?:instructions?|rules?|prompt|programming|directives?|guidelines)\b",
-        "change",
-        "replace",
-        "update",
-        "overwrite",
-        "modify",
-        "reset",
-        "rewrite",
+        hints="change,replace,update,overwrite,modify,reset,rewrite",
         score=0.8,
     ),
     _r(
         "instruction_override_en",
         r"\byour\s+(?:new\s+)?(?:instructions?|rules?|task|role|purpose|goal|directives?)\s+(?:are|is)\s+now\b",
-        "your",
+        hints="your",
         score=0.85,
     ),
     _r(
@@ -285,24 +286,14 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         rf"\b(?:{_EN_QUAL}|your|all|any|the|system)\s+(?:[\w']+\s+){{0,2}}?{_EN_NOUN}\b[^.!?\n]{{0,40}}?"
         r"\b(?:should|must|are\s+to|is\s+to|can|will|shall|need\s+to)\s+(?:now\s+|all\s+|then\s+)?be\s+"
         r"(?:ignored|disregarded|forgotten|overridden|dropped|discarded|cancell?ed|void|deleted)",
-        "ignored",
-        "disregarded",
-        "forgotten",
-        "overridden",
-        "dropped",
-        "discarded",
-        "cancel",
-        "void",
-        "deleted",
+        hints="ignored,disregarded,forgotten,overridden,dropped,discarded,cancel,void,deleted",
         score=0.85,
     ),
     _r(
         "instruction_override_en",
         rf"\b{_EN_VERB}\s+what(?:ever)?\s+(?:you|they|i|we|he|she|it)\s+(?:were\s+|was\s+|have\s+been\s+|had\s+"
         r"been\s+)?(?:told|said|wrote|written|instructed|given)\b",
-        "ignor",
-        "disregard",
-        "forget",
+        hints="ignor,disregard,forget",
         score=0.8,
     ),
     _r(
@@ -311,15 +302,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"(?:the\s+|your\s+|any\s+)?(?:rules|guidelines|restrictions|constraints|commands|guardrails|filters|"
         r"checks)\b|\b(?:pretend|imagine|assume|act\s+as\s+if)\s+(?:that\s+)?(?:there\s+(?:are|were|is)|you\s+"
         r"(?:have|had))\s+no\s+(?:rules|guidelines|restrictions|filters|limits|instructions|guardrails|censorship)",
-        "ignore",
-        "disregard",
-        "forget",
-        "bypass",
-        "break",
-        "pretend",
-        "imagine",
-        "assume",
-        "as if",
+        hints="ignore,disregard,forget,bypass,break,pretend,imagine,assume,as if",
         severity=_MEDIUM,
         score=0.65,
     ),
@@ -327,7 +310,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         "new_instructions_en",
         rf"\bnew\s+{_INSTR}\s*[,:!.]|\b(?:giving|give|have|got)\s+(?:you\s+)?(?:a\s+)?new\s+{_INSTR}\s+"
         r"(?:for\s+you|to\s+you)|\b(?:giving|give)\s+you\s+(?:a\s+)?new\s+instructions?",
-        "new",
+        hints="new",
         severity=_MEDIUM,
         score=0.6,
     ),
@@ -335,29 +318,15 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         "prompt_leak",
         r"\b(?:repeat|print|output|list|show|reveal|regurgitate|dump|recite|spell\s+out|write\s+out|tell\s+me|"
         r"explain|describe|summari[sz]e|paraphrase|rephrase|translate)\s+(?:me\s+)?(?:out\s+)?(?:all\s+|the\s+|"
-        rf"your\s+|of\s+your\s+|every\s+|\d+\s+)*(?:[\w']+\s+){{0,2}}?{_INSTR}\s+(?:that\s+|which\s+)?"
+        rf"your\s+|of\s+your\s+|every\s+|\d+\s+){{0,4}}(?:[\w']+\s+){{0,2}}?{_INSTR}\s+(?:that\s+|which\s+)?"
         r"(?:you\s+(?:were|have\s+been|had\s+been|'ve\s+been|are)\s+(?:given|told|provided|programmed|following)|"
         r"(?:were\s+)?given\s+to\s+you|you\s+(?:follow|received|got|have))\b|\b(?:repeat|print|output|list|"
         rf"show|reveal|regurgitate|dump|recite|explain|describe|summari[sz]e|paraphrase|rephrase|translate)\s+"
-        rf"(?:all\s+|the\s+|of\s+)*your\s+(?:[\w']+\s+){{0,2}}?(?:{_INSTR}|prompt|rules|guidelines)\b",
-        "repeat",
-        "print",
-        "output",
-        "list",
-        "show",
-        "reveal",
-        "regurgitate",
-        "dump",
-        "recite",
-        "spell",
-        "write",
-        "tell",
-        "explain",
-        "describe",
-        "summar",
-        "paraphrase",
-        "rephrase",
-        "translate",
+        rf"(?:all\s+|the\s+|of\s+){{0,4}}your\s+(?:[\w']+\s+){{0,2}}?(?:{_INSTR}|prompt|rules|guidelines)\b",
+        hints=(
+            "repeat,print,output,list,show,reveal,regurgitate,dump,recite,spell,write,tell,"
+            "explain,describe,summar,paraphrase,rephrase,translate"
+        ),
         also=(*_INSTR_WORDS, "rules"),
         severity=_MEDIUM,
         score=0.65,
@@ -367,13 +336,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         rf"\b{_INSTR}\s+(?:that\s+|which\s+)?(?:you\s+(?:were|have\s+been|had\s+been|'ve\s+been)\s+(?:given|told|"
         r"provided|programmed)|(?:were\s+)?given\s+to\s+you|you\s+(?:are\s+)?(?:following|received|got|have\s+"
         r"received))\b",
-        "given",
-        "told",
-        "provided",
-        "programmed",
-        "following",
-        "received",
-        "got",
+        hints="given,told,provided,programmed,following,received,got",
         severity=_MEDIUM,
         score=0.6,
     ),
@@ -382,7 +345,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"\b(?:(?:your|the)\s+)?new\s+(?:instructions?|tasks?|rules?|directives?|orders?|objective|persona|role|"
         r"assignment)s?\s*(?::|follows?\b|are\s+as\s+follows|below\b|is\s+to\b|are\s+to\b)|\bnow\s+(?:focus|concentrate)"
         r"\s+on\s+(?:your|the|a)\s+new\s+task|\b(?:here\s+are|these\s+are)\s+your\s+new\s+instructions",
-        "new",
+        hints="new",
         severity=_MEDIUM,
         score=0.65,
     ),
@@ -392,58 +355,35 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"don'?n?t\s+(?:look\s+(?:in|at)|use|answer\s+(?:the\s+question\s+)?(?:according\s+to|based\s+on|from))|"
         r"not\s+(?:by|from|based\s+on|according\s+to))\s+(?:all\s+|any\s+)?(?:the\s+)?(?:provided\s+|given\s+|"
         r"retrieved\s+|attached\s+)?(?:documents?|articles?|context|sources?|search\s+results?|knowledge\s+base)\b",
-        "document",
-        "article",
-        "context",
-        "source",
-        "search",
-        "knowledge",
+        hints="document,article,context,source,search,knowledge",
         score=0.75,
     ),
     # --- instruction override, other languages ---------------------------------------------------
     _r(
         "instruction_override_de",
         rf"\b{_DE_VERB}\b[^.!?\n]{{0,40}}?\b{_DE_QUAL}\s+(?:\w+\s+)?{_DE_NOUN}\b",
-        "vergiss",
-        "vergess",
-        "ignorier",
-        "missacht",
-        "überspring",
-        "verwirf",
-        "lösch",
-        "streich",
-        "abweichend",
+        hints="vergiss,vergess,ignorier,missacht,überspring,verwirf,lösch,streich,abweichend",
         score=0.9,
     ),
     _r(
         "instruction_override_de",
         rf"\b{_DE_QUAL}\s+(?:\w+\s+)?{_DE_NOUN}[^.!?\n]{{0,40}}?\b(?:ignorieren|vergessen|missachten|"
         r"aus\s+dem\s+kopf|hinter\s+sich|außer\s+acht)",
-        "ignorieren",
-        "vergessen",
-        "missachten",
-        "kopf",
-        "hinter sich",
-        "außer acht",
+        hints="ignorieren,vergessen,missachten,kopf,hinter sich,außer acht",
         score=0.85,
     ),
     _r(
         "instruction_override_de",
         r"\bvergiss\s+(?:nun\s+|jetzt\s+|bitte\s+)?alles\b(?:\s*,?\s*(?:davor|zuvor|vorher|gesagte|bisherige|"
         r"oben|was))?",
-        "vergiss",
+        hints="vergiss",
         severity=_MEDIUM,
         score=0.7,
     ),
     _r(
         "instruction_override_de",
         rf"\b{_DE_VERB}\s+(?:die|alle|deine|ihre|jede|sämtliche)?\s*{_DE_NOUN}\b",
-        "vergiss",
-        "vergess",
-        "ignorier",
-        "missacht",
-        "überspring",
-        "verwirf",
+        hints="vergiss,vergess,ignorier,missacht,überspring,verwirf",
         severity=_MEDIUM,
         score=0.7,
     ),
@@ -452,10 +392,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"\b(?:ignore[zrs]?|oublie[zrs]?|ne\s+tiens?\s+pas\s+compte\s+d[e']|ne\s+tenez\s+pas\s+compte\s+d[e']|"
         r"fais\s+abstraction\s+d[e']|faites\s+abstraction\s+d[e'])[^.!?\n]{0,40}?\b(?:instructions?|consignes?|"
         r"directives?|règles|ordres|indications)\b",
-        "ignor",
-        "oubli",
-        "compte",
-        "abstraction",
+        hints="ignor,oubli,compte,abstraction",
         score=0.9,
     ),
     _r(
@@ -463,98 +400,53 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"\b(?:ignor[ae](?:r|d)?|olvid[ae](?:r|d)?|descart[ae]|omit[ae]|no\s+(?:sigas|hagas\s+caso\s+a))\b"
         r"[^.!?\n]{0,40}?\b(?:instrucciones|indicaciones|reglas|órdenes|directrices|lo\s+(?:anterior|que\s+"
         r"(?:te\s+)?(?:dije|digo|he\s+dicho)))\b",
-        "ignor",
-        "olvid",
-        "descart",
-        "omit",
-        "sigas",
-        "caso",
+        hints="ignor,olvid,descart,omit,sigas,caso",
         score=0.9,
     ),
-    _r("instruction_override_es", r"\bolvid[ae]\s+todo\b", "olvid", severity=_MEDIUM, score=0.65),
+    _r("instruction_override_es", r"\bolvid[ae]\s+todo\b", hints="olvid", severity=_MEDIUM, score=0.65),
     _r(
         "instruction_override_it",
         r"\b(?:ignora|dimentica)\w*\b[^.!?\n]{0,30}?\b(?:istruzioni|regole)\b",
-        "ignora",
-        "dimentica",
+        hints="ignora,dimentica",
         score=0.85,
     ),
     _r(
         "instruction_override_ja",
         rf"{_JA_QUAL}の?[^\n。]{{0,8}}?{_JA_NOUN}[^\n。]{{0,12}}?{_JA_VERB}",
-        "無視",
-        "忘れ",
-        "破棄",
-        "リセット",
-        "取り消",
-        "取消",
-        "撤回",
-        "従わな",
-        "無効",
-        "捨て",
-        "気にしな",
-        "忘却",
+        hints="無視,忘れ,破棄,リセット,取り消,取消,撤回,従わな,無効,捨て,気にしな,忘却",
         score=0.9,
     ),
     _r(
         "instruction_override_ja",
         rf"{_JA_NOUN}(?:は|を|も|なんて|など)\s*(?:すべて|全て|全部|一旦|いったん|もう)?\s*{_JA_VERB}",
-        "無視",
-        "忘れ",
-        "破棄",
-        "リセット",
-        "取り消",
-        "撤回",
-        "従わな",
-        "無効",
-        "捨て",
+        hints="無視,忘れ,破棄,リセット,取り消,撤回,従わな,無効,捨て",
         severity=_MEDIUM,
         score=0.7,
     ),
     _r(
         "instruction_override_ja",
         r"(?:すべて|全て|全部|今まで(?:の|に)?(?:こと|話)?|これまで(?:の|に)?(?:こと|話)?)(?:を|は)?\s*忘れて",
-        "忘れて",
+        hints="忘れて",
         severity=_MEDIUM,
         score=0.65,
     ),
     _r(
         "instruction_override_ko",
         rf"{_KO_QUAL}\s*(?:의\s*)?[^\n.]{{0,12}}?{_KO_NOUN}[^\n.]{{0,15}}?{_KO_VERB}",
-        "무시",
-        "잊",
-        "따르지",
-        "폐기",
-        "취소",
-        "삭제",
+        hints="무시,잊,따르지,폐기,취소,삭제",
         score=0.9,
     ),
     _r(
         "instruction_override_ko",
         rf"{_KO_NOUN}\w{{0,4}}\s*(?:은|는|을|를)?\s*(?:모두\s*|전부\s*|다\s*)?(?:무시|잊어)",
-        "무시",
-        "잊어",
+        hints="무시,잊어",
         severity=_MEDIUM,
         score=0.7,
     ),
     _r(
         "instruction_override_zh",
         rf"{_ZH_VERB}[^\n。！？]{{0,12}}?{_ZH_NOUN}",
-        "忽略",
-        "无视",
-        "無視",
-        "忘记",
-        "忘記",
-        "忘掉",
-        "理会",
-        "理會",
-        "跳过",
-        "跳過",
-        "放弃",
-        "放棄",
-        "别管",
-        "別管",
-        "遵守",
+        hints="忽略,无视,無視,忘记,忘記,忘掉,理会,理會,跳过,跳過,放弃,放棄,别管,別管,遵守",
         score=0.9,
     ),
     # --- role markers and persona switches -------------------------------------------------------
@@ -562,33 +454,26 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         "chat_template_token",
         r"<\|(?:im_start|im_end|im_sep|system|user|assistant|endoftext|begin_of_text|end_of_text|"
         r"start_header_id|end_header_id|eot_id|eom_id|channel|message|start|end)\|>",
-        "<|",
+        hints="<|",
         score=0.95,
     ),
     _r(
         "chat_template_token",
         r"\[/?inst\]|<<\s*/?sys\s*>>|<\s*/?(?:system|sys|system_prompt|instructions?)\s*>",
-        "inst]",
-        "sys",
-        "instruction",
+        hints="inst],sys,instruction",
         score=0.9,
     ),
     _r(
         "role_marker",
-        r"^\s*(?:#{1,4}\s*)?(?:system|developer)\s*(?:prompt|message|instructions?|override)?\s*:",
-        "system",
-        "developer",
+        r"^[^\S\n]{0,8}(?:#{1,4}[^\S\n]{0,3})?(?:system|developer)[^\S\n]{0,3}(?:prompt|message|instructions?|override)?[^\S\n]{0,3}:",
+        hints="system,developer",
         severity=_MEDIUM,
         score=0.6,
     ),
     _r(
         "role_marker",
-        r"^\s*#{2,4}\s*(?:instruction|response|input)\s*:?\s*$|^\s*(?:human|assistant)\s*:",
-        "instruction",
-        "response",
-        "input",
-        "human",
-        "assistant",
+        r"^[^\S\n]{0,8}#{2,4}[^\S\n]{0,3}(?:instruction|response|input)[^\S\n]{0,3}:?[^\S\n]{0,8}$|^[^\S\n]{0,8}(?:human|assistant)[^\S\n]{0,3}:",
+        hints="instruction,response,input,human,assistant",
         severity=_LOW,
         score=0.4,
     ),
@@ -597,11 +482,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"\b(?:begin|start)\s+(?:of\s+)?(?:the\s+)?(?:system\s+prompt|new\s+instructions|admin\s+instructions)|"
         r"\bend\s+of\s+(?:the\s+)?(?:system\s+prompt|user\s+input|document|context)\s*[\].:>-]|"
         r"\b(?:system|admin|administrator|developer)\s+(?:override|message|notice|command|instruction)s?\s*:",
-        "system",
-        "admin",
-        "developer",
-        "instructions",
-        "end of",
+        hints="system,admin,developer,instructions,end of",
         severity=_MEDIUM,
         score=0.7,
     ),
@@ -612,8 +493,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"longer\s+(?:an?\s+|bound|restricted|required|limited|\w+gpt|chatgpt|gandalf|claude|the\s+)|"
         r"(?:^|[.!?:\"]\s*)(?:ok(?:ay)?[.,!]?\s+)?now\s+you\s+are\s+(?!ready|able|done|all\s+set|set\b|logged|signed|"
         r"subscribed|registered|eligible|going|in\b|on\b|at\b|part\b|\w+ed\b)",
-        "you are",
-        "you're",
+        hints="you are,you're",
         severity=_MEDIUM,
         score=0.7,
     ),
@@ -621,22 +501,17 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         "role_switch_en",
         r"\bfrom\s+now\s+on\s*,?\s+(?:you\s+(?:are|will|must|shall|should|have\s+to|can|may)|act|respond|reply|answer|"
         r"always|never|only|ignore|pretend|behave|speak)\b",
-        "from now on",
+        hints="from now on",
         score=0.8,
     ),
     _r(
         "role_switch_en",
         r"\b(?:i\s+want\s+you\s+to|you\s+(?:will|must|should|shall|are\s+going\s+to|have\s+to|need\s+to))\s+"
         r"(?:now\s+)?(?:act|pretend|behave|roleplay|role-play|play\s+the\s+role)\s+(?:as|like|to\s+be|of)\b|"
-        r"(?:^|[.!?]\s+|\n)\s*(?:please\s+)?act\s+as\s+(?:an?|the|my|if)\b|"
+        r"(?:^|[.!?][^\S\n]{1,8}|\n)[^\S\n]{0,8}(?:please\s+)?act\s+as\s+(?:an?|the|my|if)\b|"
         r"\bpretend\s+(?:that\s+)?(?:you\s+are|you're|to\s+be)\s+(?:an?\s+)?(?:evil|unrestricted|unfiltered|"
         r"jailbroken|uncensored|malicious|different|dan\b|rogue|\w+gpt)",
-        "act",
-        "pretend",
-        "behave",
-        "roleplay",
-        "role-play",
-        "role",
+        hints="act,pretend,behave,roleplay,role-play,role",
         severity=_MEDIUM,
         score=0.65,
     ),
@@ -644,9 +519,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         "jailbreak_persona",
         r"\b(?:dan|god|jailbreak|jailbroken|unrestricted|unfiltered|evil|no[-\s]?limits?)\s+mode\b|"
         r"\bdo\s+anything\s+now\b|\bjailbreak(?:ed)?\s+(?:prompt|yourself)\b",
-        "mode",
-        "anything now",
-        "jailbreak",
+        hints="mode,anything now,jailbreak",
         score=0.85,
     ),
     _r(
@@ -655,12 +528,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"\bich\s+möchte,?\s+dass\s+(?:du|sie)\s+als\b[^.!?\n]{0,60}?\b(?:fungier|agier|auftr|handel)\w*|"
         r"\b(?:spiele|spielen\s+sie)\s+die\s+rolle\b|\b(?:deine|ihre)\s+neue\s+aufgabe\b|"
         r"\bneue\s+(?:anweisungen|aufgaben|regeln)\s+(?:folgen|lauten|:)",
-        "du bist",
-        "sie sind",
-        "bist du",
-        "möchte",
-        "rolle",
-        "neue",
+        hints="du bist,sie sind,bist du,möchte,rolle,neue",
         severity=_MEDIUM,
         score=0.65,
     ),
@@ -669,10 +537,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"\b(?:tu\s+es|vous\s+êtes)\s+(?:maintenant|désormais|dorénavant)\b|\b(?:à\s+partir\s+de\s+maintenant|"
         r"désormais|dorénavant)\s*,?\s+(?:tu|vous)\s+(?:es|êtes|dois|devez|vas|allez|réponds|répondez)\b|"
         r"\bnouvelles?\s+(?:instructions|consignes|règles)\s*:",
-        "maintenant",
-        "désormais",
-        "dorénavant",
-        "nouvelle",
+        hints="maintenant,désormais,dorénavant,nouvelle",
         severity=_MEDIUM,
         score=0.65,
     ),
@@ -680,8 +545,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         "role_switch_es",
         r"\b(?:ahora\s+eres|eres\s+ahora)\b|\b(?:de\s+ahora\s+en\s+adelante|a\s+partir\s+de\s+ahora)\s*,?\s+"
         r"(?:eres|serás|debes|vas\s+a|tienes\s+que)\b|\bnuevas\s+instrucciones\s*:",
-        "ahora",
-        "nuevas",
+        hints="ahora,nuevas",
         severity=_MEDIUM,
         score=0.65,
     ),
@@ -690,15 +554,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"(?:あなた|君|きみ|お前|おまえ)は(?:今から|これから|今後|もう|今日から)|(?:今から|これから|今後)(?:は)?"
         r"(?:あなた|君|お前)は|として(?:振る舞|ふるま|行動し|回答し|答え)|になりきっ|(?:新しい|新たな)(?:指示|命令|ルール|"
         r"役割|タスク)(?:は|です|:)",
-        "あなた",
-        "君",
-        "きみ",
-        "お前",
-        "おまえ",
-        "として",
-        "なりきっ",
-        "新しい",
-        "新たな",
+        hints="あなた,君,きみ,お前,おまえ,として,なりきっ,新しい,新たな",
         severity=_MEDIUM,
         score=0.65,
     ),
@@ -706,12 +562,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         "role_switch_ko",
         r"(?:지금부터|이제부터|앞으로)\s*(?:너는|넌|당신은)|(?:너는|당신은)\s*이제|(?:처럼|으로서|로서)\s*(?:행동|대답|답변|"
         r"연기)|새로운\s*(?:지시|명령|규칙|역할)",
-        "지금부터",
-        "이제",
-        "앞으로",
-        "처럼",
-        "로서",
-        "새로운",
+        hints="지금부터,이제,앞으로,처럼,로서,새로운",
         severity=_MEDIUM,
         score=0.65,
     ),
@@ -719,11 +570,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         "role_switch_zh",
         r"(?:从现在开始|從現在開始|从现在起|從現在起|现在起|從今以後|从今以后)[^\n。]{0,4}?你|你现在是|你現在是|"
         r"新的(?:指令|指示|规则|規則|任务|任務)[:：]",
-        "现在",
-        "現在",
-        "以后",
-        "以後",
-        "新的",
+        hints="现在,現在,以后,以後,新的",
         severity=_MEDIUM,
         score=0.65,
     ),
@@ -735,27 +582,10 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"the\s+(?:system|initial|original|hidden|previous|above|secret|full)|previous|prior|initial|original|"
         r"hidden|above|secret)\s+(?:\w+\s+)?(?:prompts?(?:\s+texts?)?|instructions?|directives?|guidelines|"
         r"configuration|context\s+window)\b",
-        "reveal",
-        "show",
-        "print",
-        "display",
-        "output",
-        "repeat",
-        "recite",
-        "list",
-        "dump",
-        "spell",
-        "leak",
-        "expose",
-        "tell",
-        "give",
-        "write",
-        "share",
-        "return",
-        "translate",
-        "encode",
-        "rephrase",
-        "summar",
+        hints=(
+            "reveal,show,print,display,output,repeat,recite,list,dump,spell,leak,expose,"
+            "tell,give,write,share,return,translate,encode,rephrase,summar"
+        ),
         also=(*_INSTR_WORDS, "configuration", "context window"),
         severity=_MEDIUM,
         score=0.7,
@@ -765,10 +595,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"\b(?:reveal|tell\s+me|give\s+me|print|spell|show\s+me|what\s+is|what's|say|write|repeat|list|leak|"
         r"disclose)\s+(?:[\w']+\s+){0,2}?(?:the|your)\s+(?:\w+\s+)?(?:password|passphrase|passcode|"
         r"secret\s+(?:word|key|code|phrase))\b",
-        "password",
-        "passphrase",
-        "passcode",
-        "secret",
+        hints="password,passphrase,passcode,secret",
         severity=_MEDIUM,
         score=0.65,
     ),
@@ -777,11 +604,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"\bwhat\s+(?:was|is)\s+written\s+(?:above|before|at\s+the\s+(?:beginning|start|top))|\b(?:beginning|start)\s+"
         r"of\s+(?:this|the|your)\s+prompt\b|\bwhat\s+(?:are|were|was|is)\s+your\s+(?:\w+\s+)?(?:instructions?|"
         r"system\s+prompt|prompt|rules|directives)\b",
-        "written",
-        "prompt",
-        "instruction",
-        "rules",
-        "directive",
+        hints="written,prompt,instruction,rules,directive",
         severity=_MEDIUM,
         score=0.7,
     ),
@@ -789,45 +612,31 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
     _r(
         "exfiltration",
         rf"\b{_EXFIL_VERB}\b[^.!?\n]{{0,60}}?\b{_EXFIL_OBJ}\b[^.!?\n]{{0,60}}?\b(?:to|at|into|via|on)\s+{_DEST}",
-        "http",
-        "www.",
-        "@",
-        "url",
-        "link",
-        "address",
-        "server",
-        "endpoint",
-        "webhook",
-        "inbox",
+        hints="http,www.,@,url,link,address,server,endpoint,webhook,inbox",
         score=0.85,
     ),
     _r(
         "exfiltration",
         r"\b(?:send|forward|post|upload|transmit|exfiltrate)\s+(?:it|them|this|that|the\s+(?:results?|output|answer|"
-        r"summary|response|data))\s+to\s+(?:https?://|[\w.+\-]+@[\w\-]+\.)",
-        "http",
-        "@",
+        r"summary|response|data))\s+to\s+(?:https?://|[\w.+\-]{1,64}@[\w\-]{1,63}\.)",
+        hints="http,@",
         severity=_MEDIUM,
         score=0.6,
     ),
     _r(
         "markdown_image_beacon",
-        r"!\[[^\]\n]{0,200}\]\(\s*<?https?://[^)\s]+\?[^)\s]*=[^)\s]*\)|<img\b[^>]{0,200}?\bsrc\s*=\s*[\"']?https?://"
-        r"[^\"'\s>]+\?[^\"'\s>]*=|!\[[^\]\n]{0,200}\]\(\s*<?https?://[^)\s]*(?:\{|\$|%7b)",
-        "![",
-        "<img",
+        r"!\[[^\]\n]{0,200}\]\(\s{0,5}<?https?://[^)\s?]{1,300}\?[^)\s=]{0,200}=[^)\s]{0,500}\)|"
+        r"<img\b[^>]{0,200}?\bsrc\s{0,3}=\s{0,3}[\"']?https?://[^\"'\s>?]{1,300}\?[^\"'\s>=]{0,200}=|"
+        r"!\[[^\]\n]{0,200}\]\(\s{0,5}<?https?://[^)\s{$%]{0,500}(?:\{|\$|%7b)",
+        hints="![,<img",
         score=0.9,
     ),
     _r(
         "tool_call",
-        r"\b(?:call|invoke|execute|trigger|use|run)\s+(?:the\s+|your\s+|a\s+)?[\w\-]*\s*(?:tool|plugin)s?\b|"
+        r"\b(?:call|invoke|execute|trigger|use|run)\s+(?:the\s+|your\s+|a\s+)?[\w\-]{0,40}\s?(?:tool|plugin)s?\b|"
         r"\"(?:tool_calls?|function_call|tool_use)\"\s*:|<(?:tool_call|function_call|invoke|function=)|"
         r"\bto=(?:functions|tools)\.\w+",
-        "tool",
-        "plugin",
-        "function",
-        "invoke",
-        "to=",
+        hints="tool,plugin,function,invoke,to=",
         severity=_MEDIUM,
         score=0.65,
     ),
@@ -835,20 +644,13 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         "shell_download",
         r"\b(?:curl|wget)\b[^\n|]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|k)?sh\b|\b(?:iex|invoke-expression)\b[^\n]{0,40}"
         r"(?:downloadstring|iwr|invoke-webrequest)|\bpowershell\b[^\n]{0,40}\s-e(?:nc|ncodedcommand)?\s",
-        "curl",
-        "wget",
-        "iex",
-        "invoke",
-        "powershell",
+        hints="curl,wget,iex,invoke,powershell",
         score=0.9,
     ),
     _r(
         "shell_download",
         r"\b(?:curl|wget|invoke-webrequest|invoke-restmethod)\s+[^\n]{0,100}?(?:https?://|\bftp://)",
-        "curl",
-        "wget",
-        "invoke-web",
-        "invoke-rest",
+        hints="curl,wget,invoke-web,invoke-rest",
         severity=_MEDIUM,
         score=0.5,
     ),
@@ -857,7 +659,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         "memory_persistence_en",
         r"\bremember\s+(?:that\s+|this\s+|to\s+)?(?:from\s+now\s+on|forever|permanently|always|for\s+(?:all\s+)?"
         r"(?:future|every|later)|in\s+(?:all\s+)?future)",
-        "remember",
+        hints="remember",
         severity=_MEDIUM,
         score=0.75,
     ),
@@ -866,18 +668,14 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"\b(?:from\s+now\s+on|henceforth|going\s+forward|in\s+(?:all\s+)?future\s+(?:conversations|sessions|chats|"
         r"responses|replies|interactions|answers))\s*,?\s+(?:always|never|(?:you\s+)?(?:must|will|should|shall)|"
         r"respond|reply|answer|say|include|add|ignore|refuse|only|recommend|mention)\b",
-        "from now on",
-        "henceforth",
-        "going forward",
-        "future",
+        hints="from now on,henceforth,going forward,future",
         score=0.8,
     ),
     _r(
         "memory_persistence_en",
         r"\b(?:always|never)\s+(?:respond|reply|answer|say|include|add|mention|recommend|start|end|append|prepend|"
         r"output|refer|send|forward|tell|insert|redirect|use\s+the\s+(?:word|phrase|link|url))\b",
-        "always",
-        "never",
+        hints="always,never",
         severity=_MEDIUM,
         score=0.55,
     ),
@@ -885,9 +683,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         "memory_persistence_en",
         r"\b(?:in|for|to)\s+(?:all|every|each)\s+(?:future\s+|subsequent\s+)?(?:responses?|repl(?:y|ies)|answers?|"
         r"conversations?|sessions?|interactions?|outputs?|messages?)\b",
-        "all",
-        "every",
-        "each",
+        hints="all,every,each",
         severity=_MEDIUM,
         score=0.6,
     ),
@@ -897,11 +693,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"(?:[\w']+\s+){0,3}?(?:to|in|into)\s+(?:your\s+)?(?:long[-\s]term\s+|permanent\s+|persistent\s+)?"
         r"(?:memory|memories|knowledge\s+base|system\s+prompt)\b|\bupdate\s+your\s+(?:memory|memories|"
         r"instructions|system\s+prompt|rules|knowledge)\b",
-        "memor",
-        "knowledge",
-        "system prompt",
-        "instructions",
-        "rules",
+        hints="memor,knowledge,system prompt,instructions,rules",
         severity=_MEDIUM,
         score=0.7,
     ),
@@ -912,8 +704,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"\bwhen(?:ever)?\s+(?:the\s+user|someone|anyone|users?|a\s+user|they)\s+(?:asks?|mentions?|says?|talks?|"
         r"requests?)\b[^.!?\n]{0,60}?\b(?:always\s+)?(?:respond|reply|answer|say|tell\s+them|recommend|redirect|"
         r"send|direct\s+them)\b",
-        "time",
-        "when",
+        hints="time,when",
         severity=_MEDIUM,
         score=0.6,
     ),
@@ -923,11 +714,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"\b(?:antworte|antworten\s+sie)\s+(?:ab\s+jetzt\s+)?(?:immer|stets|nur)\b|\bmerke?\s+dir\b[^.!?\n]{0,40}?"
         r"\b(?:immer|für\s+immer|dauerhaft|ab\s+jetzt|künftig)\b|\b(?:in\s+)?(?:allen|jeder)\s+(?:künftigen\s+)?"
         r"(?:antworten?|gesprächen?)\b",
-        "ab ",
-        "antwort",
-        "merk",
-        "allen",
-        "jeder",
+        hints="ab ,antwort,merk,allen,jeder",
         severity=_MEDIUM,
         score=0.6,
     ),
@@ -936,11 +723,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"\b(?:réponds|répondez)\s+toujours\b|\b(?:désormais|dorénavant|à\s+partir\s+de\s+maintenant)\s*,?\s+"
         r"(?:toujours|jamais|réponds|répondez)\b|\bdans\s+toutes\s+(?:tes|vos)\s+réponses\b|\bsouviens-toi\s+que\s+"
         r"(?:désormais|dorénavant|toujours)",
-        "toujours",
-        "désormais",
-        "dorénavant",
-        "toutes",
-        "souviens",
+        hints="toujours,désormais,dorénavant,toutes,souviens",
         severity=_MEDIUM,
         score=0.6,
     ),
@@ -949,10 +732,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"\b(?:responde|contesta)\s+siempre\b|\b(?:de\s+ahora\s+en\s+adelante|a\s+partir\s+de\s+ahora)\s*,?\s+"
         r"(?:siempre|nunca|responde|contesta)\b|\ben\s+todas\s+(?:tus|sus)\s+respuestas\b|\brecuerda\s+que\s+"
         r"(?:siempre|a\s+partir\s+de\s+ahora)",
-        "siempre",
-        "ahora",
-        "todas",
-        "recuerda",
+        hints="siempre,ahora,todas,recuerda",
         severity=_MEDIUM,
         score=0.6,
     ),
@@ -961,20 +741,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"(?:今後|これから|以後|以降|次回以降)(?:は|も)?(?:ずっと|常に|必ず|毎回|いつも|永遠に)|(?:すべて|全て|全部|毎回)の"
         r"(?:回答|返答|応答|返信|出力)(?:で|に)|(?:記憶|メモリ|長期記憶)(?:に|へ)(?:保存|追加|書き込|記録|残)|(?:常に|必ず|いつも)"
         r"[^\n。]{0,20}(?:と(?:答え|回答|返答|言って)|を(?:含め|付け|追加|推奨|勧め))",
-        "今後",
-        "これから",
-        "以後",
-        "以降",
-        "回答",
-        "返答",
-        "応答",
-        "返信",
-        "出力",
-        "記憶",
-        "メモリ",
-        "常に",
-        "必ず",
-        "いつも",
+        hints="今後,これから,以後,以降,回答,返答,応答,返信,出力,記憶,メモリ,常に,必ず,いつも",
         severity=_MEDIUM,
         score=0.65,
     ),
@@ -982,12 +749,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         "memory_persistence_ko",
         r"(?:앞으로|이제부터|지금부터)\s*(?:는\s*)?(?:항상|늘|반드시|무조건|계속|매번)|모든\s*(?:답변|응답|대답|출력)\s*"
         r"(?:에서|에|마다)|(?:메모리|장기\s*기억)(?:에|로)\s*(?:저장|추가|기록)",
-        "앞으로",
-        "이제부터",
-        "지금부터",
-        "모든",
-        "메모리",
-        "기억",
+        hints="앞으로,이제부터,지금부터,모든,메모리,기억",
         severity=_MEDIUM,
         score=0.65,
     ),
@@ -995,15 +757,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         "memory_persistence_zh",
         r"(?:从现在起|从今以后|以后|今後|之后|之後)[^\n。]{0,4}?(?:总是|總是|始终|始終|永远|永遠|一律|都要|每次)|"
         r"(?:每次|所有)(?:的)?(?:回答|回复|回覆)(?:都|中)|(?:记住|記住)[^\n。]{0,6}(?:以后|以後|永远|永遠|始终)",
-        "以后",
-        "以後",
-        "今後",
-        "之后",
-        "之後",
-        "每次",
-        "所有",
-        "记住",
-        "記住",
+        hints="以后,以後,今後,之后,之後,每次,所有,记住,記住",
         severity=_MEDIUM,
         score=0.65,
     ),
@@ -1012,7 +766,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         "output_manipulation",
         rf"\b(?:in|into|to|within|inside|at\s+the\s+(?:start|end|beginning|top|bottom)\s+of)\s+(?:each\s+of\s+)?"
         rf"your\s+(?:\w+\s+)?(?:{_OUTPUT}|{_CODE_TARGET})\b",
-        "your",
+        hints="your",
         severity=_MEDIUM,
         score=0.65,
     ),
@@ -1022,24 +776,19 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         rf"preface|conclude|sign)\s+(?:each\s+of\s+|all\s+of\s+)?your\s+{_OUTPUT}\s+(?:with|by)\b|"
         rf"\b(?:just|only|instead)\s+(?:output|print|say|write|respond\s+with|reply\s+with|answer\s+with)\b|"
         rf"\bdo\s+not\s+(?:answer|respond\s+to)\s+(?:this|the)\s+question\b",
-        "your",
-        "just",
-        "only",
-        "instead",
-        "not answer",
-        "not respond",
+        hints="your,just,only,instead,not answer,not respond",
         severity=_MEDIUM,
         score=0.65,
     ),
     _r(
         "output_manipulation",
-        r"(?:^|[.!?:;|\n]\s*)(?:please\s+)?(?:modify|augment|enhance|provide|render|remove|group|rearrange|"
+        r"(?:^|[.!?:;|\n][^\S\n]{0,8})(?:please\s+)?(?:modify|augment|enhance|provide|render|remove|group|rearrange|"
         r"scramble|replace|convert|use|add|include|integrate|insert|append|prepend|write|format|reverse|encode|"
         r"encrypt|end|start|begin|make|keep|limit|restrict|structure|present|deliver|phrase|rephrase|rewrite|"
         r"change|alter|adjust|tailor|fill|embed|introduce|misspell|jumble|substitute|combine|incorporate|"
         r"mention|sign|close|finish|conclude|translate|respond|reply|answer)\b[^.!?\n]{0,60}?\byour\s+"
         r"(?:\w+\s+)?(?:response|reply|answer|output|message|responses|replies|answers|outputs)\b",
-        "your",
+        hints="your",
         severity=_MEDIUM,
         score=0.6,
     ),
@@ -1048,7 +797,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         rf"\b(?:following|subsequent|below|above|this|these)\s+code\s+(?:block|snippet|excerpt|section|segment|"
         rf"fragment|piece)s?\b[^\n]{{0,160}}?\byour\s+{_CODE_TARGET}\b|\byour\s+{_CODE_TARGET}\b[^\n]{{0,160}}?"
         rf"\b(?:following|subsequent|below)\s+code\s+(?:block|snippet|excerpt|section|segment|fragment)s?\b",
-        "code",
+        hints="code",
         severity=_MEDIUM,
         score=0.7,
     ),
@@ -1059,16 +808,7 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
         r"\bif\s+you\s+are\s+(?:an?\s+)?(?:ai|llm|large\s+language\s+model|language\s+model|assistant|chatbot|bot|"
         r"agent|gpt)\b|\b(?:ai|llm|assistants?|models?|agents?|chatbots?)\s+(?:reading|processing|summari[sz]ing|"
         r"parsing|seeing|analy[sz]ing)\s+this\b|\bdear\s+(?:ai|assistant|llm|chatgpt|gpt|claude|model|agent)\b",
-        "note",
-        "message",
-        "instruction",
-        "attention",
-        "important",
-        "reminder",
-        "hint",
-        "if you are",
-        "this",
-        "dear",
+        hints=("note,message,instruction,attention,important,reminder,hint,if you are,this,dear"),
         also=_AI_WORDS,
         score=0.8,
     ),
@@ -1078,60 +818,45 @@ _NORM_RULES: tuple[InjectionRule, ...] = (
 _COMPACT_RULES: tuple[InjectionRule, ...] = (
     _r(
         "instruction_override_obfuscated",
-        r"(?:ignore|disregard|forget|override|bypass)(?:all|any|the|your|of|about|every)*(?:previous|prior|above|"
+        r"(?:ignore|disregard|forget|override|bypass)(?:all|any|the|your|of|about|every){0,6}(?:previous|prior|above|"
         r"earlier|preceding|original|initial|system|developer)(?:instruction|direction|directive|prompt|rule|"
         r"guideline|command|order|context)s?",
-        "ignore",
-        "disregard",
-        "forget",
-        "override",
-        "bypass",
+        hints="ignore,disregard,forget,override,bypass",
         view="compact",
         score=0.8,
     ),
     _r(
         "instruction_override_obfuscated",
-        r"(?:ignore|disregard|forget|override|bypass)(?:all|any|the)*your(?:instruction|prompt|rule|guideline|directive)s?",
-        "ignore",
-        "disregard",
-        "forget",
-        "override",
-        "bypass",
+        r"(?:ignore|disregard|forget|override|bypass)(?:all|any|the){0,4}your(?:instruction|prompt|rule|guideline|directive)s?",
+        hints="ignore,disregard,forget,override,bypass",
         view="compact",
         score=0.8,
     ),
     _r(
         "instruction_override_obfuscated",
-        r"(?:ignoriere|vergiss)(?:alle|die|deine)*(?:vorherigen|bisherigen|obigen)(?:anweisungen|instruktionen|befehle)",
-        "ignoriere",
-        "vergiss",
+        r"(?:ignoriere|vergiss)(?:alle|die|deine){0,4}(?:vorherigen|bisherigen|obigen)(?:anweisungen|instruktionen|befehle)",
+        hints="ignoriere,vergiss",
         view="compact",
         score=0.8,
     ),
     _r(
         "instruction_override_obfuscated",
         r"(?:以前|これまで|今まで|前|上記)の?(?:すべての|全ての)?(?:指示|命令|ルール|設定|プロンプト)(?:は|を)?(?:すべて|全て)?(?:無視|忘れ)",
-        "無視",
-        "忘れ",
+        hints="無視,忘れ",
         view="compact",
         score=0.8,
     ),
     _r(
         "instruction_override_obfuscated",
         r"(?:이전|위의|기존|앞의)의?(?:모든)?(?:지시|명령|규칙|프롬프트)\w{0,4}(?:무시|잊어)",
-        "무시",
-        "잊어",
+        hints="무시,잊어",
         view="compact",
         score=0.8,
     ),
     _r(
         "instruction_override_obfuscated",
         r"(?:忽略|无视|無視|忘记|忘記)(?:之前|以前|上面|所有|先前)的?(?:指令|指示|规则|規則|提示)",
-        "忽略",
-        "无视",
-        "無視",
-        "忘记",
-        "忘記",
+        hints="忽略,无视,無視,忘记,忘記",
         view="compact",
         score=0.8,
     ),
@@ -1139,18 +864,14 @@ _COMPACT_RULES: tuple[InjectionRule, ...] = (
         "instruction_override_obfuscated",
         r"(?:forget|ignore|disregard)(?:about)?(?:all|everything|anything)(?:that)?(?:you|i|we|they)(?:have|had|were|"
         r"was)?(?:been)?(?:told|said|know|learned|given|written)",
-        "forget",
-        "ignore",
-        "disregard",
+        hints="forget,ignore,disregard",
         view="compact",
         score=0.75,
     ),
     _r(
         "role_switch_obfuscated",
         r"youarenow(?:a|an|the|dan|my|in)|fromnowonyou(?:are|will|must)|systemprompt(?:is|:)",
-        "youarenow",
-        "fromnowon",
-        "systemprompt",
+        hints="youarenow,fromnowon,systemprompt",
         view="compact",
         severity=_MEDIUM,
         score=0.6,
@@ -1158,9 +879,7 @@ _COMPACT_RULES: tuple[InjectionRule, ...] = (
     _r(
         "prompt_leak_obfuscated",
         r"(?:reveal|print|show|tellme|repeat)(?:your|the)(?:system)?(?:prompt|instructions|password)",
-        "prompt",
-        "instructions",
-        "password",
+        hints="prompt,instructions,password",
         view="compact",
         severity=_MEDIUM,
         score=0.6,
@@ -1177,7 +896,7 @@ _LANGS = (
     r"hindi|dutch|swedish|polish|turkish|latin|greek)"
 )
 _TASK_DIRECTIVE = re.compile(
-    r"(?:^|[.!?;:|\n\"'“”)\]]\s*)(?:please\s+|now\s+|also\s+|and\s+)?(?P<d>"
+    r"(?:^|[.!?;:|\n\"'“”)\]][^\S\n]{0,8})(?:please\s+|now\s+|also\s+|and\s+)?(?P<d>"
     r"(?:write|draft|compose|create|generate|develop|produce|provide|give\s+me|craft|prepare|make)\s+"
     r"(?:me\s+)?(?:an?\s+|the\s+|some\s+|\d+\s+|one\s+|two\s+|three\s+|five\s+|ten\s+)?(?:[\w\-]+\s+){0,3}?"
     r"(?:poem|story|stories|essay|speech|letter|introduction|summary|haiku|song|lyrics|joke|article|"

@@ -245,3 +245,15 @@ def test_another_users_private_memory_is_never_returned(docs, query) -> None:  #
         assert_partition(result, len(hits))
     finally:
         s.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(words, max_size=12), min_size=1, max_size=30), st.lists(words, min_size=1, max_size=5))
+def test_postings_bm25_equals_rank_bm25_loop(corpus, query) -> None:  # type: ignore[no-untyped-def]
+    """The postings scorer gives exactly rank-bm25's per-document scores (same statistics, same formula)."""
+    import numpy as np
+
+    from shared_core.bm25 import LuceneBM25Okapi
+
+    index = LuceneBM25Okapi([doc or [""] for doc in corpus])
+    assert np.allclose(index.get_scores(query), index.get_scores_reference(query), rtol=1e-12, atol=1e-12)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -158,20 +159,32 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return out
 
 
-def chroma_call(what: str, fn: Callable[[], T]) -> T:
+def chroma_call(what: str, fn: Callable[[], T], *, retries: int = 0) -> T:
     """Run a Chroma call, mapping its failures to the project's typed errors.
+
+    Args:
+        what: the operation, named in error messages.
+        fn: the call.
+        retries: extra attempts after an internal Chroma error, for idempotent reads only: a
+            ``chroma run`` server can fail a read that races a write from another client
+            ("Error finding id") and answer the same read a moment later.
 
     Raises:
         StoreUnavailableError: the server cannot be reached (retryable).
         StoreError: any other Chroma failure (message names the operation and error type only).
     """
-    try:
-        return fn()
-    except (StoreError, EmbeddingError):
-        raise
-    except Exception as exc:
-        if _is_unavailable(exc):
-            raise StoreUnavailableError(
-                f"Chroma is unreachable during {what} ({type(exc).__name__})"
-            ) from None
-        raise StoreError(f"Chroma failed during {what} ({type(exc).__name__})") from None
+    for attempt in range(retries + 1):
+        try:
+            return fn()
+        except (StoreError, EmbeddingError):
+            raise
+        except Exception as exc:
+            if _is_unavailable(exc):
+                raise StoreUnavailableError(
+                    f"Chroma is unreachable during {what} ({type(exc).__name__})"
+                ) from None
+            if attempt < retries and type(exc).__name__ == "InternalError":
+                time.sleep(0.02 * (attempt + 1))
+                continue
+            raise StoreError(f"Chroma failed during {what} ({type(exc).__name__})") from None
+    raise AssertionError("unreachable")  # pragma: no cover

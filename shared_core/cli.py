@@ -54,6 +54,21 @@ def read_hits_jsonl(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
+def _shown(text: str) -> str:
+    """Text safe to print on a UTF-8 stream: a lone surrogate is shown as a backslash escape."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _json_line(obj: Any) -> str:
+    """One line of JSON; if it holds a lone surrogate (not valid UTF-8), it is written escaped."""
+    text = json.dumps(obj, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj)
+    return text
+
+
 def _fmt_score(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -67,15 +82,15 @@ def print_result(result: GateResult, out: TextIO, *, title: str | None = None) -
         p = hit.provenance()
         channels = "+".join(p["channels"]) or "imported"
         print(
-            f"    {rank}. {hit.record.id:<24} sem={_fmt_score(hit.score)} lex={_fmt_score(hit.lexical_score)}"
-            f" via={channels:<14} {hit.record.title[:48]}",
+            f"    {rank}. {_shown(hit.record.id):<24} sem={_fmt_score(hit.score)}"
+            f" lex={_fmt_score(hit.lexical_score)} via={channels:<14} {_shown(hit.record.title[:48])}",
             file=out,
         )
     print(f"  rejected ({len(result.rejected)}):", file=out)
     for rej in result.rejected:
         others = [r.value for r in rej.reasons[1:]]
         more = f" (also: {', '.join(others)})" if others else ""
-        print(f"    - {rej.id:<24} {rej.reason.value:<15}{more}", file=out)
+        print(f"    - {_shown(rej.id):<24} {rej.reason.value:<15}{more}", file=out)
 
 
 def _cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
@@ -85,7 +100,7 @@ def _cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
     hits = read_hits_jsonl(args.hits)
     result = RecallGate(book).evaluate(hits, scope=scope, now=now, query=args.query, dry_run=args.dry_run)
     if args.json:
-        print(json.dumps(result.to_json_dict(), ensure_ascii=False), file=out)
+        print(_json_line(result.to_json_dict()), file=out)
     else:
         print_result(result, out, title=f"recall gate over {len(hits)} hit(s) from {args.hits}")
         print(f"  config {result.audit.config_hash}, {result.audit.elapsed_ms:.2f} ms", file=out)
@@ -128,7 +143,7 @@ def _cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     with _open_store(args, read_only=args.dry_run) as store:
         result = store.query(args.text, scope=scope, k=args.k, dry_run=args.dry_run)
     if args.json:
-        print(json.dumps(result.to_json_dict(), ensure_ascii=False), file=out)
+        print(_json_line(result.to_json_dict()), file=out)
     else:
         print_result(result, out, title=f"query over {args.store}{' (dry run)' if args.dry_run else ''}")
     return 0

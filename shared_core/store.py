@@ -20,6 +20,7 @@ Writes go through the write gate only (W1): see :meth:`MemoryStore.add`.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import uuid
@@ -46,7 +47,7 @@ from .chroma_io import (
     scope_where,
 )
 from .config import SEED_MIN_SCORE, ConfigBook, GateConfig
-from .errors import InputError, StoreError, StoreLockedError
+from .errors import InputError, ScopeError, StoreError, StoreLockedError
 from .fusion import ChannelResult, FusionConfig, fuse, query_weights
 from .gate import GateResult, RecallGate
 from .models import Hit, MemoryRecord, Scope, Tier, Visibility, _check_key, coerce_scope
@@ -60,8 +61,20 @@ if TYPE_CHECKING:
 
 __all__ = ["MemoryStore"]
 
+
+def _set_http_timeout(client: Any, timeout: float | None) -> None:
+    """Bound every request of a Chroma ``HttpClient`` (its httpx session has no timeout)."""
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = httpx.Timeout(timeout, connect=min(timeout, 5.0) if timeout else None)
+
+
 VectorSearch = Literal["memory", "chroma"]
 MAX_QUERY_CHARS = 10_000
+READ_RETRIES = 2  # idempotent reads retried after an internal Chroma error (see chroma_call)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class MemoryStore:
@@ -129,9 +142,15 @@ class MemoryStore:
 
         all_sinks = list(sinks)
         if self.path is not None:
-            self.path.mkdir(parents=True, exist_ok=True)
-            if not read_only:
-                self._acquire_writer_lock(lock_timeout)
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+                if not read_only:
+                    self._acquire_writer_lock(lock_timeout)
+            except OSError as exc:  # a read-only folder or disk, no permission: typed, not a crash
+                raise StoreError(
+                    f"cannot open the store at {self.path} for writing ({type(exc).__name__}); "
+                    "check the folder's permissions and free space, or open it read_only=True"
+                ) from None
             all_sinks.insert(0, JsonlSink(self.path / "audit" / "audit.jsonl"))
         self.audit_path = self.path / "audit" / "audit.jsonl" if self.path is not None else None
         self.sinks: tuple[AuditSink, ...] = tuple(all_sinks)
@@ -182,11 +201,22 @@ class MemoryStore:
         return cls(path, **kwargs)
 
     @classmethod
-    def http(cls, host: str = "127.0.0.1", port: int = 8000, **kwargs: Any) -> MemoryStore:
+    def http(
+        cls, host: str = "127.0.0.1", port: int = 8000, *, timeout: float | None = 30.0, **kwargs: Any
+    ) -> MemoryStore:
         """A store on a Chroma server (``chroma run``), shared by several processes (H3).
 
+        Args:
+            host: the server's host.
+            port: the server's port.
+            timeout: seconds to wait for the server on each call (Chroma's own client waits
+                forever, so a hung server would hang every caller); ``None``: no limit. Chroma
+                shares one connection pool per host and port in a process, hence one timeout.
+            **kwargs: options of :class:`MemoryStore`.
+
         Raises:
-            StoreUnavailableError: if the server cannot be reached.
+            StoreUnavailableError: if the server cannot be reached, or a call waits longer than
+                ``timeout`` (retryable: writes are idempotent upserts).
         """
         import chromadb
         from chromadb.config import Settings
@@ -195,6 +225,7 @@ class MemoryStore:
             "connect",
             lambda: chromadb.HttpClient(host=host, port=port, settings=Settings(anonymized_telemetry=False)),
         )
+        _set_http_timeout(client, timeout)
         chroma_call("heartbeat", client.heartbeat)
         return cls(None, client=client, **kwargs)
 
@@ -286,6 +317,7 @@ class MemoryStore:
                         where=partition_where(key[1] or None, key[2]),
                         include=["embeddings", "documents", "metadatas"],
                     ),
+                    retries=READ_RETRIES,
                 )
                 if got["ids"]:
                     records = [
@@ -345,21 +377,21 @@ class MemoryStore:
                 idx = by_space.get(space, [])
                 touched_ids = [upserts[i].id for i in idx] + del_by_space.get(space, [])
                 previous = self._locate(col, touched_ids)
-                if idx and vectors is not None:
-                    docs, metas = zip(*(record_to_chroma(upserts[i]) for i in idx), strict=True)
-                    chroma_call(
-                        "upsert",
-                        partial(
-                            col.upsert,
-                            ids=[upserts[i].id for i in idx],
-                            embeddings=np.asarray(vectors[idx], dtype=np.float32),
-                            documents=list(docs),
-                            metadatas=list(metas),
-                        ),
-                    )
-                if del_by_space.get(space):
-                    chroma_call("delete", partial(col.delete, ids=del_by_space[space]))
                 try:
+                    if idx and vectors is not None:
+                        docs, metas = zip(*(record_to_chroma(upserts[i]) for i in idx), strict=True)
+                        chroma_call(
+                            "upsert",
+                            partial(
+                                col.upsert,
+                                ids=[upserts[i].id for i in idx],
+                                embeddings=np.asarray(vectors[idx], dtype=np.float32),
+                                documents=list(docs),
+                                metadatas=list(metas),
+                            ),
+                        )
+                    if del_by_space.get(space):
+                        chroma_call("delete", partial(col.delete, ids=del_by_space[space]))
                     for mid, key in previous.items():
                         part = self._parts.get(key)
                         if part is not None:
@@ -369,7 +401,8 @@ class MemoryStore:
                         if key in self._parts and vectors is not None:
                             self._parts[key].upsert([upserts[i]], vectors[[i]])
                 except Exception:
-                    # Chroma has the truth: drop the space's partitions, rebuilt on next use.
+                    # Chroma has the truth, and a failed call (a timeout, say) may still have been
+                    # applied: drop the space's partitions, rebuilt from Chroma on next use.
                     for key in [k for k in self._parts if k[0] == space]:
                         del self._parts[key]
                     raise
@@ -377,7 +410,9 @@ class MemoryStore:
     def _locate(self, col: Any, ids: Sequence[str]) -> dict[str, PartitionKey]:
         if not ids:
             return {}
-        got = chroma_call("locate", lambda: col.get(ids=list(ids), include=["metadatas"]))
+        got = chroma_call(
+            "locate", lambda: col.get(ids=list(ids), include=["metadatas"]), retries=READ_RETRIES
+        )
         out: dict[str, PartitionKey] = {}
         for mid, meta in zip(got["ids"], got["metadatas"], strict=True):
             out[mid] = (
@@ -395,8 +430,10 @@ class MemoryStore:
         if self._writer is None:
             from .write_gate import WriteGate
 
-            policy = self._write_policy if self._write_policy is not None else self.gate.book
-            self._writer = WriteGate(self, policy=policy, sinks=self.sinks, clock=self.clock)
+            with self._mutex:  # one write gate, hence one write lock, even when threads race here
+                if self._writer is None:
+                    policy = self._write_policy if self._write_policy is not None else self.gate.book
+                    self._writer = WriteGate(self, policy=policy, sinks=self.sinks, clock=self.clock)
         return self._writer
 
     def add(self, items: Iterable[Any], *, dry_run: bool = False) -> list[WriteDecision]:
@@ -415,7 +452,9 @@ class MemoryStore:
         col = self._collection(memory_space_id, create=False)
         if col is None or not ids:
             return []
-        got = chroma_call("get", lambda: col.get(ids=list(ids), include=["documents", "metadatas"]))
+        got = chroma_call(
+            "get", lambda: col.get(ids=list(ids), include=["documents", "metadatas"]), retries=READ_RETRIES
+        )
         return [
             record_from_chroma(i, d, m)
             for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
@@ -455,7 +494,8 @@ class MemoryStore:
 
         Raises:
             ScopeError: if the scope is missing or incomplete (R1).
-            InputError: if the query is not a string or is longer than 10,000 characters.
+            InputError: if the query is not a string, is longer than 10,000 characters, or holds
+                a lone surrogate (not valid Unicode).
         """
         self._check_open()
         scope = coerce_scope(scope)
@@ -463,6 +503,11 @@ class MemoryStore:
             raise InputError(f"query must be a string, not {type(query).__name__}")
         if len(query) > MAX_QUERY_CHARS:
             raise InputError(f"query is longer than {MAX_QUERY_CHARS} characters")
+        if _LONE_SURROGATE.search(query):
+            raise InputError("query is not valid Unicode (it holds a lone surrogate)")
+        for name, value in scope.model_dump().items():
+            if isinstance(value, str) and _LONE_SURROGATE.search(value):
+                raise ScopeError(f"invalid scope: {name} is not valid Unicode (lone surrogate)")
         n_cand = candidates or self.fusion.candidates
         t0 = time.perf_counter()
         priv_key, shared_key = self._scope_keys(scope)
@@ -472,10 +517,12 @@ class MemoryStore:
         t2 = time.perf_counter()
         q_tokens = tokenize(query)
 
-        where: dict[str, tuple[PartitionView, int]] = {}
-        for view in views:
-            for i, mid in enumerate(view.ids):
-                where[mid] = (view, i)
+        def locate(mid: str) -> tuple[PartitionView, int] | None:
+            for view in views:
+                i = view.pos.get(mid)
+                if i is not None:
+                    return view, i
+            return None
 
         vec_ids, vec_scores = self._vector_channel(scope, views, qv, n_cand)
         kw: list[tuple[float, str]] = []
@@ -499,11 +546,11 @@ class MemoryStore:
         df: Counter[str] = Counter()
         for v in views:
             df.update({t: v.df[t] for t in set(q_tokens) if t in v.df})
-        located = [(item, where[item.id]) for item in fused if item.id in where]
+        located = [(item, loc) for item in fused if (loc := locate(item.id)) is not None]
         lex = lexical_scores(q_tokens, [v.doc_sets[i] for _, (v, i) in located], n_docs=n_docs, df=df)
         hits: list[Hit] = []
         for rank, ((item, (view, i)), lexical) in enumerate(zip(located, lex, strict=True), start=1):
-            sem = float(np.clip(float(view.matrix[i] @ qv), -1.0, 1.0))
+            sem = min(1.0, max(-1.0, float(np.dot(view.matrix[i], qv))))
             channels = tuple(c for c in ("keyword", "vector") if c in item.ranks)
             hits.append(
                 Hit.model_construct(
@@ -547,13 +594,14 @@ class MemoryStore:
                     where=scope_where(scope),
                     include=["distances"],
                 ),
+                retries=READ_RETRIES,
             )
             return list(got["ids"][0]), [1.0 - float(d) for d in got["distances"][0]]
         pairs: list[tuple[float, str]] = []
         for view in views:
             if not view.ids:
                 continue
-            sims = view.matrix @ qv
+            sims = view.similarities(qv)
             k = min(n, sims.size)
             top = np.argpartition(-sims, k - 1)[:k]
             pairs.extend((float(sims[i]), view.ids[i]) for i in top)
@@ -617,6 +665,23 @@ class MemoryStore:
         vec: NDArray[np.float32] = self.embed_records([record])[0]
         return vec
 
+    def _stored_elsewhere(self, records: Sequence[MemoryRecord]) -> dict[str, MemoryRecord]:
+        """Stored memories having the id of one of ``records`` but sitting in another partition.
+
+        Ids are unique per memory space (one Chroma collection), partitions are not: without this
+        check an upsert would silently move a memory between partitions (its owner's shared and
+        private copies of one text), or overwrite another scope's memory named by an explicit id.
+        """
+        wanted: dict[str, list[str]] = defaultdict(list)
+        for rec in records:
+            if self._partition(self._key(rec)).get(rec.id) is None:
+                wanted[rec.memory_space_id].append(rec.id)
+        out: dict[str, MemoryRecord] = {}
+        for space, ids in wanted.items():
+            for found in self.get(list(dict.fromkeys(ids)), memory_space_id=space):
+                out[found.id] = found
+        return out
+
     def find_duplicate(
         self,
         record: MemoryRecord,
@@ -637,7 +702,7 @@ class MemoryStore:
         view = part.view()
         if not view.ids:
             return None
-        sims = view.matrix @ vector
+        sims = view.similarities(vector)
         for i in np.argsort(-sims):
             if sims[i] < threshold:
                 break
@@ -684,7 +749,9 @@ class MemoryStore:
         ]
         if not keys:
             return False
-        got = chroma_call("tombstones", lambda: self._ledger("tombstones").get(ids=keys, include=[]))
+        got = chroma_call(
+            "tombstones", lambda: self._ledger("tombstones").get(ids=keys, include=[]), retries=READ_RETRIES
+        )
         return bool(got["ids"])
 
     def _add_tombstones(self, keys: Sequence[str], *, counts: int) -> None:
@@ -786,7 +853,10 @@ class MemoryStore:
         record = record.model_copy(
             update={"tier": Tier.CONFIRMED, "verification_status": f"approved_by:{reviewer}"}
         )
-        decisions = self.writer._dedup_and_commit([(0, record, [], [])], to_utc(self.clock()), dry_run=False)
+        with self.writer._lock:  # the dedup-and-commit step of submit(), under the same lock
+            decisions = self.writer._dedup_and_commit(
+                [(0, record, [], [])], to_utc(self.clock()), dry_run=False
+            )
         chroma_call("quarantine delete", lambda: col.delete(ids=[qid]))
         self.writer._audit(decisions, to_utc(self.clock()), dry_run=False)
         return decisions[0]
@@ -832,6 +902,10 @@ class MemoryStore:
     def forget(self, source_record_id: str) -> dict[str, Any]:
         """Delete everything derived from a source record, tombstone it, audit the counts (L2).
 
+        Runs under the write gate's lock, so no write can revive what it deletes. If Chroma fails
+        half-way, a ``delete`` audit record names the error and the call can simply be repeated
+        (tombstones go first, so a half-done forget never brings anything back).
+
         Returns:
             ``{"source_record_id", "memories", "quarantined", "ids"}`` (counts and ids, no text).
         """
@@ -839,6 +913,23 @@ class MemoryStore:
         if self.read_only:
             raise StoreError("the store is open read-only")
         _check_key(source_record_id, "source_record_id")
+        # Serialised with the write gate: a write or correction deciding against a memory of this
+        # source cannot commit it (or revive it) between our lookup and our delete.
+        with self.writer._lock:
+            try:
+                return self._forget(source_record_id)
+            except Exception as exc:
+                failed = deletion_record(
+                    at=to_utc(self.clock()).isoformat(),
+                    source_record_id=source_record_id,
+                    ids=[],
+                    counts={},
+                )
+                extra = {**failed.extra, "tombstoned": None, "error": type(exc).__name__}
+                emit(failed.model_copy(update={"extra": extra}), self.sinks)
+                raise
+
+    def _forget(self, source_record_id: str) -> dict[str, Any]:
         deletes: list[tuple[str, str]] = []
         for space, col in self._space_collections():
             got = chroma_call(
@@ -877,11 +968,12 @@ class MemoryStore:
 
     def delete(self, ids: Sequence[str], *, memory_space_id: str) -> int:
         """Delete memories by id, with tombstones so they cannot come back (L2); returns how many."""
-        present = [r.id for r in self.get(list(ids), memory_space_id=memory_space_id)]
-        self._add_tombstones([f"mem:{m}" for m in present], counts=len(present))
-        if present:
-            self._commit(deletes=[(memory_space_id, m) for m in present])
-        return len(present)
+        with self.writer._lock:  # serialised with the write gate, as forget()
+            present = [r.id for r in self.get(list(ids), memory_space_id=memory_space_id)]
+            self._add_tombstones([f"mem:{m}" for m in present], counts=len(present))
+            if present:
+                self._commit(deletes=[(memory_space_id, m) for m in present])
+            return len(present)
 
     def correct(
         self, memory_id: str, *, memory_space_id: str, body: str, title: str | None = None, **fields: Any
@@ -949,6 +1041,10 @@ class MemoryStore:
         Active memories sharing an ``entity`` + ``attribute`` contradict each other: the newest keeps
         its tier and the others are demoted to ``tentative``.
         """
+        with self.writer._lock:  # read-modify-write: no write or forget may slip in between
+            return self._reconcile(memory_space_id)
+
+    def _reconcile(self, memory_space_id: str) -> dict[str, int]:
         col = self._collection(memory_space_id, create=False)
         if col is None:
             return {"promoted": 0, "demoted": 0}

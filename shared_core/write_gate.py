@@ -24,6 +24,7 @@ actions and reasons; never text). ``dry_run=True`` decides without changing anyt
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,6 +36,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .audit import AuditRecord, AuditSink, RejectedEntry, count_reasons, emit
+from .chroma_io import bucket_of
 from .config import ConfigBook, TrustAction, TrustRule, WritePolicy
 from .errors import InputError
 from .models import MemoryRecord, Origin, Scope, Status, Tier, Visibility, _check_key
@@ -55,8 +57,10 @@ __all__ = [
     "build_record",
     "decide_writes",
     "memory_id",
+    "split_injection",
     "trust_action",
     "write_audit_record",
+    "write_failure_record",
 ]
 
 
@@ -197,17 +201,44 @@ class WriteGate:
         self.sinks = tuple(sinks)
         self.clock = clock
         self._lock = threading.RLock()
+        self._last_body: dict[tuple[str, str, str], str] = {}  # partition -> end of the last body written
 
     # -- the pipeline ---------------------------------------------------------------------------
 
     def submit(
         self, items: Iterable[MemoryCandidate | Mapping[str, Any]], *, dry_run: bool = False
     ) -> list[WriteDecision]:
-        """Decide and (unless ``dry_run``) apply each candidate; one decision per item, in order."""
+        """Decide and (unless ``dry_run``) apply each candidate; one decision per item, in order.
+
+        If the store fails half-way (Chroma unreachable, disk full), the error is raised after an
+        audit record says so (``extra.error``, with the ids that were being written); each memory
+        is then fully present or fully absent, and the call can be retried (writes are idempotent).
+        """
         now = to_utc(self.clock())
+        attempted: list[str] = []
+        try:
+            return self._submit(items, now, attempted, dry_run=dry_run)
+        except Exception as exc:
+            emit(
+                write_failure_record(attempted, exc, now=now, config_hash=self.book.config_hash()), self.sinks
+            )
+            raise
+
+    def _submit(
+        self,
+        items: Iterable[MemoryCandidate | Mapping[str, Any]],
+        now: datetime,
+        attempted: list[str],
+        *,
+        dry_run: bool,
+    ) -> list[WriteDecision]:
         with self._lock:
             decided = decide_writes(
-                items, policy=self.book, is_tombstoned=self.store.tombstoned, dry_run=dry_run
+                items,
+                policy=self.book,
+                is_tombstoned=self.store.tombstoned,
+                dry_run=dry_run,
+                previous=self._previous_text,
             )
             to_write = [
                 (d.index, self._record(d.candidate, now), list(d.reasons), list(d.findings))
@@ -215,6 +246,7 @@ class WriteGate:
                 if d.action is WriteAction.WRITE and d.candidate is not None
             ]
             to_hold = [d for d in decided if d.action is WriteAction.QUARANTINE and d.candidate is not None]
+            attempted.extend([*(rec.id for _, rec, _, _ in to_write), *(f"#{d.index}" for d in to_hold)])
             out: dict[int, WriteDecision] = {d.index: d for d in decided}
             for d in self._dedup_and_commit(to_write, now, dry_run=dry_run):
                 out[d.index] = d
@@ -231,6 +263,25 @@ class WriteGate:
         decisions = [out[i] for i in sorted(out)]
         self._audit(decisions, now, dry_run=dry_run)
         return decisions
+
+    def _previous_text(self, cand: MemoryCandidate) -> str | None:
+        """Body of the memory written just before in the candidate's partition (split injections).
+
+        The last one this gate wrote, else the partition's newest by creation time.
+        """
+        key = (
+            cand.memory_space_id,
+            cand.route_id or "",
+            bucket_of(cand.user_id, cand.agent_id, cand.visibility),
+        )
+        if key in self._last_body:
+            return self._last_body[key]
+        newest = max(
+            self.store._partition(key).records(),
+            key=lambda r: (r.created_at or r.updated_at, r.id),
+            default=None,
+        )
+        return newest.body if newest is not None else None
 
     @property
     def policy(self) -> WritePolicy:
@@ -260,7 +311,22 @@ class WriteGate:
         upsert_vecs: dict[str, np.ndarray] = {}
         batch_seen: dict[str, str] = {}  # normalised-text hash -> id written in this batch
         batch_attr: dict[tuple[str, ...], MemoryRecord] = {}  # entity/attribute -> record of this batch
+        # The id already stored in another partition: the owner's other visibility (one memory, not
+        # two), or, for an explicit id, someone else's memory (never overwritten, R1).
+        elsewhere = self.store._stored_elsewhere(records)
         for (index, rec, reasons, rules), vec in zip(items, vectors, strict=True):
+            other = elsewhere.get(rec.id)
+            if other is not None and _owner(other) != _owner(rec):
+                decisions.append(
+                    WriteDecision(
+                        index=index,
+                        action=WriteAction.REJECT,
+                        reasons=(*reasons, WriteReason.INVALID),
+                        findings=(*rules, "id_in_use"),
+                        dry_run=dry_run,
+                    )
+                )
+                continue
             text_key = memory_id(rec.scope, rec.title, rec.body)
             # What this memory replaces is never its duplicate: a correction worded close to the
             # memory it corrects must supersede it, not merge into it (L1 before W2).
@@ -270,8 +336,13 @@ class WriteGate:
                 attr_key = (*self.store._key(rec), rec.entity, rec.attribute)
                 older = batch_attr.get(attr_key) or self.store.find_same_attribute(rec)
             replaced = {*rec.supersedes, *((older.id,) if older is not None else ())} - {rec.id}
-            existing = upserts.get(batch_seen.get(text_key, "")) or self.store.find_duplicate(
-                rec, vec, self.policy_for(rec.memory_space_id).dedup_threshold, exclude=replaced
+            existing = (
+                upserts.get(batch_seen.get(text_key, ""))
+                or upserts.get(other.id if other is not None else "")
+                or other
+                or self.store.find_duplicate(
+                    rec, vec, self.policy_for(rec.memory_space_id).dedup_threshold, exclude=replaced
+                )
             )
             if existing is not None:
                 merged = self._merge(existing, now)
@@ -335,6 +406,10 @@ class WriteGate:
             self.store._commit(
                 [upserts[i] for i in ids], np.stack([upsert_vecs[i] for i in ids]).astype(np.float32)
             )
+            for d in decisions:
+                if d.stored and d.id in upserts:
+                    rec = upserts[d.id]
+                    self._last_body[self.store._key(rec)] = rec.body[-SPLIT_WINDOW:]
         return decisions
 
     def _merge(self, existing: MemoryRecord, now: datetime) -> MemoryRecord:
@@ -349,6 +424,45 @@ class WriteGate:
             write_audit_record(decisions, now=now, config_hash=self.book.config_hash(), dry_run=dry_run),
             self.sinks,
         )
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+SPLIT_WINDOW = 300
+"""Characters on each side of the boundary screened when two memories are checked as one text."""
+
+
+def _unstorable(cand: MemoryCandidate) -> bool:
+    """True when a text field holds a NUL or a lone surrogate (not storable, not valid UTF-8)."""
+    values: list[object] = [getattr(cand, name) for name in type(cand).model_fields]
+    for value in values:
+        texts = value if isinstance(value, tuple) else (value,)
+        if any(isinstance(t, str) and _UNSTORABLE.search(t) for t in texts):
+            return True
+    return False
+
+
+def _partition_of(cand: MemoryCandidate) -> tuple[str, ...]:
+    owner = ("shared",) if cand.visibility is Visibility.SHARED else (cand.user_id, cand.agent_id)
+    return (cand.memory_space_id, cand.route_id or "", *owner)
+
+
+def split_injection(before: str, after: str, screen: Callable[[str], Any]) -> list[str]:
+    """Rules of injection findings that only appear when two memories are read one after the other.
+
+    The end of the body ``before`` and the start of the body ``after`` are screened as one text
+    (joined by a newline, as a recalled context shows them); a finding whose span crosses the
+    join is an instruction split across the two memories (W5).
+    """
+    head, tail = before[-SPLIT_WINDOW:], after[:SPLIT_WINDOW]
+    joint = len(head)
+    report = screen(f"{head}\n{tail}")
+    return sorted(
+        {f.rule for f in report.findings if f.kind == "injection" and f.start < joint and f.end > joint + 1}
+    )
+
+
+def _owner(record: MemoryRecord) -> tuple[str, str, str | None]:
+    return (record.user_id, record.agent_id, record.route_id)
 
 
 def _parse(raw: object) -> MemoryCandidate | None:
@@ -383,6 +497,7 @@ def decide_writes(
     is_tombstoned: Callable[[str | None, str | None], bool] | None = None,
     dry_run: bool = False,
     now: datetime | None = None,
+    previous: Callable[[MemoryCandidate], str | None] | None = None,
 ) -> list[WriteDecision]:
     """The store-independent part of the write gate: validate, screen, mask, tombstones, trust.
 
@@ -395,13 +510,31 @@ def decide_writes(
 
     With ``now``, each ``write`` decision also carries ``decision.record``, the long-term record to
     store (:func:`build_record`: deterministic id, tier, expiry), and ``decision.id`` is its id.
+
+    Text fields holding a NUL or a lone surrogate are ``invalid`` (they cannot be stored or sent
+    on as UTF-8). An instruction split across two memories (:func:`split_injection`) quarantines
+    both halves when they are in one batch, or the second when ``previous(candidate)`` returns
+    the body of the memory written just before it in the same partition.
     """
     from .screening import mask_pii, screen
 
     book = policy if isinstance(policy, ConfigBook) else ConfigBook(write_default=policy or WritePolicy())
     out: list[WriteDecision] = []
+    last_write: dict[tuple[str, ...], tuple[int, str]] = {}  # partition -> (index, body) of this batch
     for index, raw in enumerate(items):
         decision = _decide_one(index, raw, book, is_tombstoned, screen, mask_pii)
+        if decision.action is WriteAction.WRITE and decision.candidate is not None:
+            cand = decision.candidate
+            part, text = _partition_of(cand), cand.body
+            before = last_write.pop(part, None)
+            previous_text = before[1] if before else (previous(cand) if previous is not None else None)
+            split = split_injection(previous_text, text, screen) if previous_text else []
+            if split:
+                decision = _hold_split(decision, split)
+                if before is not None:
+                    out[before[0]] = _hold_split(out[before[0]], split)
+            else:
+                last_write[part] = (index, text)
         update: dict[str, Any] = {"dry_run": dry_run} if dry_run else {}
         if now is not None and decision.action is WriteAction.WRITE and decision.candidate is not None:
             cand = decision.candidate
@@ -409,6 +542,19 @@ def decide_writes(
             update.update(record=record, id=record.id)
         out.append(decision.model_copy(update=update) if update else decision)
     return out
+
+
+def _hold_split(decision: WriteDecision, rules: Sequence[str]) -> WriteDecision:
+    """Quarantine one half of an instruction split across two memories (W5)."""
+    return decision.model_copy(
+        update={
+            "action": WriteAction.QUARANTINE,
+            "reasons": (*decision.reasons, WriteReason.INJECTION),
+            "findings": tuple(sorted({*decision.findings, *rules, "split_across_memories"})),
+            "record": None,
+            "id": None,
+        }
+    )
 
 
 def _decide_one(
@@ -435,6 +581,8 @@ def _decide_one(
     pol = book.write_for(cand.memory_space_id)
     if len(cand.title) + len(cand.body) > pol.max_chars:
         return done(WriteAction.REJECT, [WriteReason.TOO_LARGE])
+    if _unstorable(cand):
+        return done(WriteAction.REJECT, [WriteReason.INVALID], ["nul_or_lone_surrogate"])
     title_report = screen(cand.title) if cand.title else None
     body_report = screen(cand.body)
     reports = [r for r in (title_report, body_report) if r is not None]
@@ -545,6 +693,31 @@ def write_audit_record(
         config_hash=config_hash,
         elapsed_ms=0.0,
         extra={"reasons": dict(Counter(r.value for d in decisions for r in d.reasons))},
+    )
+
+
+def write_failure_record(
+    attempted: Sequence[str], error: BaseException, *, now: datetime, config_hash: str
+) -> AuditRecord:
+    """The audit record of a write call the store could not finish: which ids, which error type.
+
+    ``attempted`` holds the memory ids being written and ``#index`` of the inputs being held;
+    no text.
+    """
+    return AuditRecord.model_construct(
+        event="write",
+        at=to_utc(now).isoformat(),
+        query_hash=None,
+        query=None,
+        scope={},
+        accepted_ids=(),
+        rejected=(),
+        counts={"error": 1},
+        input_count=len(attempted),
+        dry_run=False,
+        config_hash=config_hash,
+        elapsed_ms=0.0,
+        extra={"error": type(error).__name__, "attempted": list(attempted)},
     )
 
 

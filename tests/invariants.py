@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
 
 from shared_core import GateResult, Scope
 from shared_core.audit import AuditRecord
 from shared_core.rules import in_scope
+from shared_core.store import MemoryStore
 
 
 def assert_partition(result: GateResult, input_count: int) -> None:
@@ -39,3 +41,79 @@ def assert_no_text(record: AuditRecord | str, texts: Iterable[str]) -> None:
     for text in texts:
         if text and len(text) >= 6:
             assert text not in dumped, "memory text leaked"
+
+
+# -- store, audit and error invariants (issue 8: load, faults, hostile input) ---------------------
+
+
+def assert_indexes_agree(
+    store: MemoryStore, memory_space_id: str, expected: Iterable[str] | None = None
+) -> None:
+    """Ids in Chroma == ids in the BM25 partitions (== the model's ids, when given) (H2)."""
+    chroma = store.all_ids(memory_space_id)
+    bm25 = store.indexed_ids(memory_space_id)
+    assert chroma == bm25, f"Chroma and BM25 disagree: {sorted(chroma ^ bm25)[:10]}"
+    if expected is not None:
+        want = set(expected)
+        assert chroma == want, (
+            f"store != model: missing {sorted(want - chroma)[:10]}, unexpected {sorted(chroma - want)[:10]}"
+        )
+
+
+def assert_partition_agrees(store: MemoryStore, key: tuple[str, str, str]) -> None:
+    """One in-process partition holds exactly the ids Chroma holds for it (no refresh)."""
+    from shared_core.chroma_io import partition_where
+
+    col = store._collection(key[0], create=False)
+    chroma = (
+        set()
+        if col is None
+        else set(col.get(where=partition_where(key[1] or None, key[2]), include=[])["ids"])
+    )
+    assert store._partition(key).ids() == chroma, f"partition {key} disagrees with Chroma"
+
+
+def assert_no_duplicates(store: MemoryStore, memory_space_id: str) -> None:
+    """No id twice in Chroma or in two partitions, and no two active memories with one text in one partition (W2)."""
+    from shared_core.write_gate import memory_id
+
+    col = store._collection(memory_space_id, create=False)
+    if col is None:
+        return
+    ids = list(col.get(include=[])["ids"])
+    assert len(ids) == len(set(ids)), "an id is stored twice"
+    with store._mutex:
+        parts = [p for k, p in store._parts.items() if k[0] == memory_space_id]
+    held = [i for p in parts for i in p.ids()]
+    assert len(held) == len(set(held)), "an id is in two partitions"
+    texts: dict[tuple[object, ...], str] = {}
+    for rec in store.get(sorted(ids), memory_space_id=memory_space_id):
+        if rec.superseded_by is not None:
+            continue
+        key = (rec.visibility, memory_id(rec.scope, rec.title, rec.body))
+        assert key not in texts, f"{rec.id} and {texts[key]} hold the same text"
+        texts[key] = rec.id
+
+
+def assert_never_returned(result: GateResult, ids: Iterable[str] = (), texts: Iterable[str] = ()) -> None:
+    """No accepted hit is one of ``ids`` (e.g. quarantined) or carries one of ``texts`` (W6)."""
+    banned, bodies = set(ids), set(texts)
+    for hit in result.accepted:
+        assert hit.record.id not in banned, f"{hit.record.id} must never be recalled"
+        assert hit.record.body not in bodies, f"{hit.record.id} carries a held text"
+
+
+def assert_audit_complete(records: Iterable[AuditRecord], expected: Mapping[str, int]) -> None:
+    """One audit record per operation: counts by event equal ``expected`` (R9)."""
+    seen = Counter(r.event for r in records)
+    assert dict(seen) == {k: v for k, v in expected.items() if v}, (
+        f"audit {dict(seen)} != ops {dict(expected)}"
+    )
+
+
+def assert_typed_rejection(exc: BaseException, texts: Iterable[str] = ()) -> None:
+    """An error from bad input is one of ours (RecallGateError) and quotes no memory text."""
+    from shared_core import RecallGateError
+
+    assert isinstance(exc, RecallGateError), f"untyped error {type(exc).__name__}"
+    assert_no_text(str(exc), texts)

@@ -1,0 +1,150 @@
+"""Load (issue 8): concurrent mixed operations on one store keep Chroma, BM25, the model and the audit in step.
+
+The driver is ``benchmarks/load.py`` (the full run: 8 threads, and 2 processes on a Chroma server);
+here it runs small. Kept regressions: the races it found between the write gate and forget/delete.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from invariants import assert_indexes_agree
+from stores import SCOPE, make_store, mem
+
+from shared_core.store import MemoryStore
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_benchmark() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "recall_gate_load_benchmark", ROOT / "benchmarks" / "load.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+load = _load_benchmark()
+THREADS = int(os.environ.get("RECALL_GATE_LOAD_THREADS", "4"))
+OPS = int(os.environ.get("RECALL_GATE_LOAD_OPS", "25"))
+
+
+def test_mixed_load_on_an_embedded_store(tmp_path: Path) -> None:
+    """4 threads x 25 mixed ops: Chroma == BM25 == model, no duplicates, no leak, one audit line per op."""
+    summary = load.run_embedded(threads=THREADS, ops=OPS, seed=11, embedding="hash", path=tmp_path / "store")
+    assert summary["violations"] == []
+    assert summary["ops"] == THREADS * OPS
+    assert set(summary["latency_ms"]) >= {"query", "write"}
+
+
+@pytest.mark.server
+def test_mixed_load_from_two_processes_on_a_server(tmp_path: Path) -> None:
+    """Two client processes against `chroma run`: the server ends up equal to the merged model."""
+    summary = load.run_server(procs=2, threads=2, ops=12, seed=5, embedding="hash", folder=tmp_path)
+    assert summary["violations"] == []
+    assert summary["ops"] == 2 * 2 * 12
+
+
+def _pause_commit_of(store: MemoryStore, thread_name: str) -> tuple[threading.Event, threading.Event]:
+    """Make ``store._commit`` stop in thread ``thread_name`` until released; returns (reached, release)."""
+    reached, release = threading.Event(), threading.Event()
+    original = store._commit
+
+    def paused(*args: Any, **kwargs: Any) -> None:
+        if threading.current_thread().name == thread_name and not reached.is_set():
+            reached.set()
+            release.wait(10)
+        original(*args, **kwargs)
+
+    store._commit = paused  # type: ignore[method-assign]
+    return reached, release
+
+
+@pytest.mark.parametrize("operation", ["forget", "delete"])
+def test_regression_forget_or_delete_cannot_slip_into_a_write(tmp_path: Path, operation: str) -> None:
+    """A forget/delete started while a correction is committing waits for it, so nothing is revived.
+
+    Found by the load benchmark: forget() ran outside the write gate's lock, deleted a memory a
+    correction had just read, and the correction then wrote it back (with its source tombstoned).
+    """
+    store = make_store(tmp_path)
+    [old] = store.add([mem("The standup moves to Monday.", source_record_id="src-1")])
+    assert old.id is not None
+    reached, release = _pause_commit_of(store, "corrector")
+    corrector = threading.Thread(
+        target=lambda: store.correct(old.id, memory_space_id="s1", body="The standup moves to Tuesday."),
+        name="corrector",
+    )
+    corrector.start()
+    assert reached.wait(10)
+    if operation == "forget":
+        other = threading.Thread(target=lambda: store.forget("src-1"))
+    else:
+        other = threading.Thread(target=lambda: store.delete([old.id], memory_space_id="s1"))  # type: ignore[list-item]
+    other.start()
+    other.join(0.5)
+    assert other.is_alive(), f"{operation} did not wait for the write in flight"
+    release.set()
+    corrector.join(10)
+    other.join(10)
+    assert old.id not in store.all_ids("s1")
+    if operation == "forget":
+        assert store.all_ids("s1") == set()
+    assert_indexes_agree(store, "s1")
+    store.close()
+
+
+def test_regression_one_write_gate_per_store_under_a_race() -> None:
+    """Threads that touch store.writer first at the same moment share one write gate (one lock)."""
+    store = make_store()
+    barrier = threading.Barrier(8)
+    seen: list[object] = []
+
+    def touch() -> None:
+        barrier.wait()
+        seen.append(store.writer)
+
+    threads = [threading.Thread(target=touch) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(w) for w in seen}) == 1
+    assert store.query("standup", scope=SCOPE).accepted == ()
+
+
+def test_regression_shared_then_private_copy_of_one_text_stays_one_memory() -> None:
+    """The same text written shared, then private, by one owner merges: it no longer moves the memory.
+
+    Found by the load benchmark: both copies get one deterministic id but live in different
+    partitions, so the second upsert silently moved the shared memory into the private partition
+    and replaced its source (a later forget of the first source then missed it).
+    """
+    store = make_store()
+    [shared] = store.add(
+        [mem("Kites are stored in shed four.", visibility="shared", source_record_id="src-1")]
+    )
+    [private] = store.add([mem("Kites are stored in shed four.", source_record_id="src-2")])
+    assert private.action.value == "merge" and private.id == shared.id
+    [rec] = store.get([shared.id or ""], memory_space_id="s1")
+    assert rec.visibility.value == "shared" and rec.source_record_id == "src-1" and rec.evidence_count == 2
+    assert store.forget("src-1")["memories"] == 1
+    assert_indexes_agree(store, "s1", set())
+
+
+def test_regression_same_memory_twice_in_one_batch() -> None:
+    """Shrunk by the write-side state machine: one batch naming the same new memory twice writes it once."""
+    store = make_store()
+    decisions = store.add([mem("Herons fish at dawn.", source_record_id="msg-1")] * 2)
+    assert [d.action.value for d in decisions] == ["write", "merge"]
+    assert_indexes_agree(store, "s1", {decisions[0].id or ""})

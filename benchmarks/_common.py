@@ -283,3 +283,31 @@ def machine() -> str:
 def median(values: Sequence[float]) -> float:
     """Median of ``values``."""
     return statistics.median(values) if values else float("nan")
+
+
+# Vocabulary of the synthetic memories in the adapter-overhead benchmarks.
+WORDS = [
+    "posting",
+    "policy",
+    "newsletter",
+    "tuesday",
+    "invoice",
+    "billing",
+    "deploy",
+    "release",
+    "standup",
+    "office",
+    "holiday",
+    "refund",
+    "customer",
+    "support",
+    "escalation",
+    "tone",
+    "guide",
+    "onboarding",
+    "security",
+    "review",
+    "backup",
+    "incident",
+    "ticket",
+]

@@ -61,7 +61,9 @@ def main() -> None:
     res = gate.evaluate(hits, scope=scope, query="posting policy")
     print(f"batch of {n} hits: accepted {len(res.accepted)}, rejected {len(res.rejected)} {res.audit.counts}")
     print(f"  Hit objects : {t_hits * 1e6 / n:7.2f} us/hit  ({t_hits * 1e3:.2f} ms per batch)")
-    print(f"  flat dicts  : {t_raw * 1e6 / n:7.2f} us/hit  ({t_raw * 1e3:.2f} ms per batch, includes validation)")
+    print(
+        f"  flat dicts  : {t_raw * 1e6 / n:7.2f} us/hit  ({t_raw * 1e3:.2f} ms per batch, includes validation)"
+    )
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from _common import WORDS
 from langchain_classic.retrievers import EnsembleRetriever
 from langchain_community.retrievers import BM25Retriever
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -46,31 +47,6 @@ from shared_core import GateConfig, RecallGate, capture_audit
 from shared_core.testing import FrozenClock
 
 SCOPE = {"user_id": "u1", "agent_id": "a1", "memory_space_id": "s1"}
-WORDS = [
-    "posting",
-    "policy",
-    "newsletter",
-    "tuesday",
-    "invoice",
-    "billing",
-    "deploy",
-    "release",
-    "standup",
-    "office",
-    "holiday",
-    "refund",
-    "customer",
-    "support",
-    "escalation",
-    "tone",
-    "guide",
-    "onboarding",
-    "security",
-    "review",
-    "backup",
-    "incident",
-    "ticket",
-]
 
 
 class Precomputed(BaseRetriever):

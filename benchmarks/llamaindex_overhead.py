@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from _common import WORDS
 from llama_index.core import VectorStoreIndex
 from llama_index.core.embeddings import BaseEmbedding
 from llama_index.core.llms import MockLLM
@@ -42,31 +43,6 @@ from shared_core import GateConfig, RecallGate, capture_audit
 from shared_core.testing import FrozenClock, HashEmbedding
 
 SCOPE = {"user_id": "u1", "agent_id": "a1", "memory_space_id": "s1"}
-WORDS = [
-    "posting",
-    "policy",
-    "newsletter",
-    "tuesday",
-    "invoice",
-    "billing",
-    "deploy",
-    "release",
-    "standup",
-    "office",
-    "holiday",
-    "refund",
-    "customer",
-    "support",
-    "escalation",
-    "tone",
-    "guide",
-    "onboarding",
-    "security",
-    "review",
-    "backup",
-    "incident",
-    "ticket",
-]
 _HASH = HashEmbedding(64)
 
 

@@ -30,27 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from shared_core.screening import Finding, InjectionScreen, PiiScreen, SecretScreen, Severity, screen
+from shared_core.screening.secrets import NOSEYPARKER_IDENTIFIER_RULES
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-# Nosey Parker rules whose examples are identifiers, not credentials (bucket names, ARNs,
-# account ids, OAuth client ids, public keys, usernames): reported only with include_identifiers.
-IDENTIFIER_RULES = frozenset(
-    {
-        "np.s3.1",
-        "np.s3.2",
-        "np.arn.1",
-        "np.aws.3",
-        "np.gcs.1",
-        "np.gcs.2",
-        "np.google.1",
-        "np.shopify.1",
-        "np.age.1",
-        "np.reactapp.1",
-        "np.linkedin.1",
-        "np.twitter.1",
-    }
-)
 
 
 def row(name: str, n: int, hits: int, *, what: str = "detected", extra: str = "") -> None:
@@ -101,7 +83,7 @@ def eval_secrets(data: Path, quick: bool) -> None:
     pos = [r for r in rows if r["label"] == 1]
     neg = [r for r in rows if r["label"] == 0]
     pos_texts = {r["text"] for r in pos}
-    cred = [r for r in pos if r["rule_id"] not in IDENTIFIER_RULES]
+    cred = [r for r in pos if r["rule_id"] not in NOSEYPARKER_IDENTIFIER_RULES]
     default = SecretScreen()
     ident = SecretScreen(include_identifiers=True)
     print("  Nosey Parker rule examples (label 1 = positive, 0 = look-alike negative for that rule)")

@@ -40,7 +40,28 @@ from .findings import (
     resolve_overlaps,
 )
 
-__all__ = ["SecretRule", "SecretScreen", "luhn_ok"]
+__all__ = ["NOSEYPARKER_IDENTIFIER_RULES", "SecretRule", "SecretScreen", "luhn_ok"]
+
+
+NOSEYPARKER_IDENTIFIER_RULES = frozenset(
+    {
+        "np.s3.1",
+        "np.s3.2",
+        "np.arn.1",
+        "np.aws.3",
+        "np.gcs.1",
+        "np.gcs.2",
+        "np.google.1",
+        "np.shopify.1",
+        "np.age.1",
+        "np.reactapp.1",
+        "np.linkedin.1",
+        "np.twitter.1",
+    }
+)
+"""Nosey Parker rule ids whose examples are identifiers, not credentials (bucket names, ARNs, account
+ids, OAuth client ids, public keys, usernames): what ``include_identifiers=True`` is for. Used by the
+screening benchmark and its test to report credential recall separately."""
 
 Validator = Callable[[Match[str]], bool]
 

@@ -48,11 +48,11 @@ import invariants  # noqa: E402  (tests/invariants.py: the named invariants, STY
 
 from shared_core import GateConfig, RecallGateError, Scope  # noqa: E402
 from shared_core.audit import JsonlSink, verify_chain  # noqa: E402
-from shared_core.chroma_io import bucket_of  # noqa: E402
-from shared_core.models import Visibility  # noqa: E402
+from shared_core.model import Visibility  # noqa: E402
 from shared_core.store import MemoryStore  # noqa: E402
+from shared_core.model import bucket_of  # noqa: E402
 from shared_core.testing import FrozenClock, HashEmbedding  # noqa: E402
-from shared_core.write_gate import WriteAction  # noqa: E402
+from shared_core.write import WriteAction  # noqa: E402
 
 SPACE = "load"
 NOW = "2026-07-13T00:00:00Z"

@@ -83,8 +83,8 @@ from _common import (
     recall_at_k,
 )
 
-from shared_core.fusion import ChannelResult, FusionConfig, fuse, query_weights
-from shared_core.models import MemoryRecord, Origin, Scope, Status, Tier
+from shared_core.model import MemoryRecord, Origin, Scope, Status, Tier
+from shared_core.retrieval.fusion import ChannelResult, FusionConfig, fuse, query_weights
 from shared_core.store import MemoryStore
 from shared_core.text import tokenize
 
@@ -558,8 +558,8 @@ def diagnose(data: SciFact, qidx: Sequence[int], qvecs: np.ndarray, store: Memor
     print(f"  per-query id map over the scope, where[mid] = (view, i): {med(where_map):.2f} ms {has_pos}")
 
     # 4. the fuse step of search(): fuse(), bounded lexical scores, one Hit per candidate.
-    from shared_core.bm25 import lexical_scores
-    from shared_core.models import Hit
+    from shared_core.model import Hit
+    from shared_core.retrieval.bm25 import lexical_scores
 
     chans = [(keyword_channel(view, q), vector_channel(view, v)) for q, v in zip(qs, qv, strict=True)]
     cfg = FusionConfig()

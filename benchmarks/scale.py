@@ -77,7 +77,7 @@ from _common import (
     random_unit_vectors,
 )
 
-from shared_core.models import MemoryRecord, Origin, Scope, Status, Tier
+from shared_core.model import MemoryRecord, Origin, Scope, Status, Tier
 from shared_core.store import MemoryStore
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)

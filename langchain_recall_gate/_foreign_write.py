@@ -19,7 +19,7 @@ from typing import Any
 from shared_core import ConfigBook, MemoryRecord
 from shared_core.audit import AuditSink, emit
 from shared_core.timeutil import Clock, to_utc
-from shared_core.write_gate import WriteDecision, WritePolicy, decide_writes, write_audit_record
+from shared_core.write import WriteDecision, WritePolicy, decide_writes, write_audit_record
 
 __all__ = ["foreign_write"]
 

@@ -30,10 +30,10 @@ from langchain_core.documents import Document
 from langchain_core.runnables import RunnableConfig, ensure_config
 
 from shared_core import GateResult, Hit, MemoryRecord, RecallGate, Scope, coerce_scope
-from shared_core.candidates import Candidate, gate_candidates, hit_metadata
-from shared_core.chroma_io import record_to_chroma
-from shared_core.fusion import FusionConfig
-from shared_core.write_gate import MemoryCandidate
+from shared_core.model import encode_record
+from shared_core.recall.wrapped import Candidate, gate_candidates, hit_metadata
+from shared_core.retrieval.fusion import FusionConfig
+from shared_core.write import MemoryCandidate
 
 __all__ = [
     "PROVENANCE_KEY",
@@ -85,7 +85,7 @@ def document_id(doc: Document, id_key: str | None = None) -> str | None:
 
 def encode_stamp(record: MemoryRecord) -> dict[str, Any]:
     """The metadata stamp of a record: its fields as scalar metadata under :data:`STAMP_PREFIX`."""
-    _, meta = record_to_chroma(record)
+    _, meta = encode_record(record)
     return {STAMP_PREFIX + key: value for key, value in meta.items()}
 
 

@@ -14,7 +14,7 @@ from pydantic import Field, PrivateAttr, model_validator
 
 from shared_core import GateResult, RecallGate, Scope, coerce_scope
 from shared_core.embedding import as_embedder
-from shared_core.fusion import FusionConfig
+from shared_core.retrieval.fusion import FusionConfig
 from shared_core.store import MemoryStore
 
 from .callbacks import adispatch_audit, dispatch_audit

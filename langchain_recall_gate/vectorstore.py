@@ -16,7 +16,7 @@ from shared_core import ConfigBook, GateResult, RecallGate, Scope, coerce_scope
 from shared_core.audit import AuditSink
 from shared_core.embedding import as_embedder
 from shared_core.store import MemoryStore
-from shared_core.write_gate import WriteDecision, WritePolicy
+from shared_core.write import WriteDecision, WritePolicy
 
 from ._foreign_write import foreign_write
 from .callbacks import adispatch_audit, dispatch_audit

@@ -20,9 +20,9 @@ from typing import Any
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
 from shared_core import Hit, MemoryRecord
-from shared_core.candidates import Candidate, WrappedResult, hit_metadata
-from shared_core.chroma_io import record_to_chroma
-from shared_core.write_gate import MemoryCandidate
+from shared_core.model import encode_record
+from shared_core.recall.wrapped import Candidate, WrappedResult, hit_metadata
+from shared_core.write import MemoryCandidate
 
 __all__ = [
     "RECALL_GATE_KEY",
@@ -167,4 +167,4 @@ def record_metadata(record: MemoryRecord) -> dict[str, Any]:
     Besides the record fields it holds the partition keys ``rg_route`` and ``rg_bucket`` and
     epoch ``*_ts`` times, which a store can filter on.
     """
-    return record_to_chroma(record)[1]
+    return encode_record(record)[1]

@@ -9,8 +9,8 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from shared_core import ConfigError, RecallGate, Scope, coerce_scope
-from shared_core.candidates import gate_candidates
 from shared_core.embedding import as_embedder
+from shared_core.recall.wrapped import gate_candidates
 
 from .convert import candidate_from_node, gated_nodes
 from .events import dispatch_audit

@@ -12,9 +12,9 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 
 from shared_core import ConfigError, GateResult, RecallGate, Scope, coerce_scope
-from shared_core.candidates import gate_candidates
 from shared_core.embedding import as_embedder
-from shared_core.fusion import FusionConfig
+from shared_core.recall.wrapped import gate_candidates
+from shared_core.retrieval.fusion import FusionConfig
 from shared_core.store import MemoryStore
 
 from .convert import candidate_from_node, gated_nodes, node_from_hit

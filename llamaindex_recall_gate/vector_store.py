@@ -34,12 +34,11 @@ from llama_index.core.vector_stores.types import (
 
 from shared_core import AuditRecord, AuditSink, ConfigBook, RecallGate, Scope, Visibility, coerce_scope
 from shared_core.audit import emit
-from shared_core.candidates import gate_candidates
-from shared_core.chroma_io import SHARED_BUCKET, bucket_of
 from shared_core.embedding import as_embedder
-from shared_core.models import MemoryRecord
+from shared_core.model import SHARED_BUCKET, MemoryRecord, bucket_of
+from shared_core.recall.wrapped import gate_candidates
 from shared_core.timeutil import Clock, system_clock, to_utc
-from shared_core.write_gate import (
+from shared_core.write import (
     MemoryCandidate,
     WriteAction,
     WriteDecision,

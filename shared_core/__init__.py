@@ -21,8 +21,7 @@ from .errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
-from .gate import ConfigDiff, GateResult, RecallGate, estimate_tokens
-from .models import (
+from .model import (
     Hit,
     MemoryRecord,
     Origin,
@@ -34,7 +33,8 @@ from .models import (
     Visibility,
     coerce_scope,
 )
-from .rules import DEFAULT_RULES, GateContext, Rule
+from .recall.gate import ConfigDiff, GateResult, RecallGate, estimate_tokens
+from .recall.rules import DEFAULT_RULES, GateContext, Rule
 
 __version__ = "0.1.0"
 

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
-from .models import Origin, Tier
+from .model import Origin, Tier
 
 if sys.version_info >= (3, 11):
     import tomllib

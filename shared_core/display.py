@@ -27,13 +27,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from .models import Hit, Reason
+from .model import Hit, Reason
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
     from .audit import AuditRecord
-    from .gate import ConfigDiff, GateResult
+    from .recall.gate import ConfigDiff, GateResult
 
 __all__ = [
     "ACTION_COLOURS",
@@ -350,7 +350,7 @@ def plot_score_distribution(
     """
     import matplotlib.pyplot as plt
 
-    from .gate import GateResult as _GateResult
+    from .recall.gate import GateResult as _GateResult
 
     items: list[GateResult] = [results] if isinstance(results, _GateResult) else list(results)
     groups = score_groups(items)

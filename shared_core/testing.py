@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .audit import capture_audit
-from .models import Hit, MemoryRecord
+from .model import Hit, MemoryRecord
 from .text import tokenize
 from .timeutil import to_utc
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 
 from shared_core import GateResult, Scope
 from shared_core.audit import AuditRecord
-from shared_core.rules import in_scope
+from shared_core.recall.rules import in_scope
 from shared_core.store import MemoryStore
 
 
@@ -62,7 +62,7 @@ def assert_indexes_agree(
 
 def assert_partition_agrees(store: MemoryStore, key: tuple[str, str, str]) -> None:
     """One in-process partition holds exactly the ids Chroma holds for it (no refresh)."""
-    from shared_core.chroma_io import partition_where
+    from shared_core.model import partition_where
 
     col = store._collection(key[0], create=False)
     chroma = (
@@ -75,7 +75,7 @@ def assert_partition_agrees(store: MemoryStore, key: tuple[str, str, str]) -> No
 
 def assert_no_duplicates(store: MemoryStore, memory_space_id: str) -> None:
     """No id twice in Chroma or in two partitions, and no two active memories with one text in one partition (W2)."""
-    from shared_core.write_gate import memory_id
+    from shared_core.write import memory_id
 
     col = store._collection(memory_space_id, create=False)
     if col is None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shared_core.cli import example_hits_path, main
+from shared_core.apps.cli import example_hits_path, main
 
 SCOPE = "user=u-aiko,agent=writer,space=brand,route=official"
 
@@ -119,7 +119,7 @@ def test_console_script_runs() -> None:
         [
             sys.executable,
             "-m",
-            "shared_core.cli",
+            "shared_core",
             "gate",
             "--hits",
             str(example_hits_path()),

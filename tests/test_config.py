@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from shared_core import ConfigBook, ConfigError, GateConfig, load_config
-from shared_core.models import Tier
+from shared_core.model import Tier
 
 
 def test_seed_defaults() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shared_core import embedding as embedding_module
+from shared_core.embedding import minilm as embedding_module
 from shared_core.embedding import Embedder, MiniLMEmbedding, as_embedder, default_embedding
 from shared_core.errors import ConfigError, EmbeddingError
 

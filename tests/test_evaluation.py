@@ -12,7 +12,7 @@ import pytest
 from stores import NOW, SpyEmbedding
 
 from shared_core import GateConfig, GateResult, Hit
-from shared_core.cli import main
+from shared_core.apps.cli import main
 from shared_core.errors import InputError
 from shared_core.evaluation import (
     EvalCase,
@@ -32,7 +32,7 @@ from shared_core.evaluation import (
     reciprocal_rank,
     visible_to,
 )
-from shared_core.models import Scope
+from shared_core.model import Scope
 from shared_core.store import MemoryStore
 from shared_core.testing import FrozenClock, HashEmbedding, make_record
 

@@ -8,6 +8,7 @@ Crash-and-reopen at each step of a write is in ``tests/test_crash.py``.
 
 from __future__ import annotations
 
+import contextvars
 import errno
 import json
 import os
@@ -26,12 +27,12 @@ from invariants import assert_indexes_agree, assert_no_text
 from stores import NOW, SCOPE, make_store, mem
 from test_server import GATE, _free_port, start_server, stop_server
 
-import shared_core.store as store_module
+import shared_core.store.memory_store as store_module
 from shared_core import JsonlSink, StoreError, StoreUnavailableError, capture_audit
-from shared_core.chroma_io import chroma_call
 from shared_core.store import MemoryStore
+from shared_core.store.chroma import chroma_call
 from shared_core.testing import FrozenClock, HashEmbedding
-from shared_core.write_gate import WriteAction
+from shared_core.write import WriteAction
 
 HERE = Path(__file__).parent
 BODY_A = "The kite shed is behind the boathouse."
@@ -84,8 +85,9 @@ def http(srv: Server, prefix: str, audit: Path, timeout: float = 3.0) -> MemoryS
 
 
 def timed(fn: Callable[[], Any], *, limit: float = 60.0) -> tuple[BaseException | None, float]:
-    """Run ``fn`` in a thread; its error (or None) and how long it took. A hang fails the test."""
+    """Run ``fn`` in a thread (in a copy of this context, so audit capture sees it); its error (or None) and how long it took. A hang fails the test."""
     box: list[BaseException | None] = [None]
+    context = contextvars.copy_context()
 
     def run() -> None:
         try:
@@ -94,7 +96,7 @@ def timed(fn: Callable[[], Any], *, limit: float = 60.0) -> tuple[BaseException 
             box[0] = exc
 
     t0 = time.monotonic()
-    worker = threading.Thread(target=run, daemon=True)
+    worker = threading.Thread(target=context.run, args=(run,), daemon=True)
     worker.start()
     worker.join(limit)
     assert not worker.is_alive(), f"still waiting after {limit:.0f} s: a hang, not a bounded failure"

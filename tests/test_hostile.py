@@ -48,12 +48,12 @@ from langchain_recall_gate import GatedVectorStore as LangChainStore
 from llamaindex_recall_gate import GatedRetriever as LlamaRetriever
 from llamaindex_recall_gate import GatedVectorStore as LlamaStore
 from shared_core import AuditRecord, GateConfig, GateResult, RecallGate, RecallGateError, Scope, capture_audit
-from shared_core.cli import main as cli_main
-from shared_core.mcp_server import ToolFailure, call_tool
-from shared_core.rules import in_scope
+from shared_core.apps.cli import main as cli_main
+from shared_core.apps.mcp_server import ToolFailure, call_tool
+from shared_core.recall.rules import in_scope
 from shared_core.store import MemoryStore
 from shared_core.testing import FrozenClock
-from shared_core.write_gate import WriteAction
+from shared_core.write import WriteAction
 
 CORPUS_PATH = Path(__file__).parent / "cases" / "hostile_inputs.json"
 DROP = object()
@@ -689,7 +689,7 @@ def test_hostile_query_cli(item: dict[str, Any], cli_store: Path, capsys: pytest
 
 def test_split_injection_needs_both_halves() -> None:
     """Each half of the split payloads passes the screens alone (else the item would test nothing)."""
-    from shared_core.write_gate import decide_writes
+    from shared_core.write import decide_writes
 
     for item in ITEMS:
         if "memories" not in item:
@@ -737,7 +737,7 @@ async def test_hostile_items_over_the_mcp_protocol() -> None:
     """The same writes and reads through the SDK's in-process client: never an internal error, never text."""
     from mcp import Client
 
-    from shared_core.mcp_server import build_server
+    from shared_core.apps.mcp_server import build_server
 
     store = seeded(make_store())
     async with Client(build_server(store)) as client:

@@ -14,7 +14,7 @@ from stores import SCOPE, TRUSTED, make_store, mem
 from langchain_recall_gate import AUDIT_EVENT, PROVENANCE_KEY, GatedRetriever, GatedVectorStore
 from shared_core import RecallGate, ScopeError
 from shared_core.store import MemoryStore
-from shared_core.write_gate import WriteAction, WriteReason
+from shared_core.write import WriteAction, WriteReason
 
 OTHER = {"user_id": "u2", "agent_id": "a1", "memory_space_id": "s1"}
 SECRET = "sk-proj-Qw3rTy8uIoP1aSdFgHjKlZxCvBnM0987654321abcd"

@@ -14,7 +14,7 @@ pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from stores import make_store
 
-from shared_core.mcp_server import TOOL_NAMES, ToolFailure, call_tool
+from shared_core.apps.mcp_server import TOOL_NAMES, ToolFailure, call_tool
 
 SCOPE = {"user_id": "u1", "agent_id": "a1", "memory_space_id": "s1"}
 OTHER = {"user_id": "u2", "agent_id": "a1", "memory_space_id": "s1"}
@@ -39,7 +39,7 @@ async def test_stdio_round_trip(tmp_path: Path) -> None:
     """Save, recall and preview over stdio: only accepted memories reach the model, secrets are never echoed."""
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "shared_core.cli", "mcp", "--store", str(tmp_path / "store")],
+        args=["-m", "shared_core", "mcp", "--store", str(tmp_path / "store")],
         cwd=str(Path(__file__).resolve().parents[1]),
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

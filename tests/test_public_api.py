@@ -25,7 +25,7 @@ def test_core_imports_no_framework() -> None:
     import subprocess
     import sys
 
-    code = "import sys, shared_core, shared_core.cli; print(any(m.startswith(('langchain', 'llama_index')) for m in sys.modules))"
+    code = "import sys, shared_core, shared_core.apps.cli, shared_core.store, shared_core.write; print(any(m.startswith(('langchain', 'llama_index')) for m in sys.modules))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()

@@ -19,7 +19,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invaria
 from stores import SCOPE, SpyEmbedding, make_store, mem
 
 from shared_core.testing import FrozenClock
-from shared_core.write_gate import WriteAction
+from shared_core.write import WriteAction
 
 SECRET = "ghp_R4nd0mT0k3nV4lu3F0rT3st1ngPurp0s3s12"
 FACTS = [
@@ -157,7 +157,9 @@ class WriteSideMachine(RuleBasedStateMachine):
     @invariant()
     def tombstoned_sources_never_come_back(self) -> None:
         ids = sorted(self.store.all_ids("s1"))
-        assert not any(r.source_record_id in self.tombstoned for r in self.store.get(ids, memory_space_id="s1"))
+        assert not any(
+            r.source_record_id in self.tombstoned for r in self.store.get(ids, memory_space_id="s1")
+        )
 
 
 WriteSideMachine.TestCase.settings = settings(

@@ -119,7 +119,7 @@ def test_idempotent_upsert_and_indexes_agree(store) -> None:  # type: ignore[no-
 
 def test_weighted_fusion_and_rrf_keep_channel_ranks() -> None:
     """Both fusion modes keep channel ranks and raw scores, and weights change the order (H1)."""
-    from shared_core.fusion import ChannelResult, FusionConfig, fuse
+    from shared_core.retrieval.fusion import ChannelResult, FusionConfig, fuse
 
     kw = ChannelResult("keyword", ["a", "b"], [9.0, 1.0])
     vec = ChannelResult("vector", ["b", "a"], [0.9, 0.1])
@@ -133,7 +133,7 @@ def test_weighted_fusion_and_rrf_keep_channel_ranks() -> None:
 
 def test_tiny_corpus_bm25_scores_are_positive() -> None:
     """A word in one of two memories still scores above zero (Lucene IDF, not Okapi's)."""
-    from shared_core.bm25 import BM25Partition
+    from shared_core.retrieval.bm25 import BM25Partition
 
     for engine in ("rank_bm25", "bm25s"):
         p = BM25Partition(["a", "b"], [["kite"], ["heron"]], engine=engine)  # type: ignore[arg-type]
@@ -248,12 +248,14 @@ def test_another_users_private_memory_is_never_returned(docs, query) -> None:  #
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.lists(words, max_size=12), min_size=1, max_size=30), st.lists(words, min_size=1, max_size=5))
+@given(
+    st.lists(st.lists(words, max_size=12), min_size=1, max_size=30), st.lists(words, min_size=1, max_size=5)
+)
 def test_postings_bm25_equals_rank_bm25_loop(corpus, query) -> None:  # type: ignore[no-untyped-def]
     """The postings scorer gives exactly rank-bm25's per-document scores (same statistics, same formula)."""
     import numpy as np
 
-    from shared_core.bm25 import LuceneBM25Okapi
+    from shared_core.retrieval.bm25 import LuceneBM25Okapi
 
     index = LuceneBM25Okapi([doc or [""] for doc in corpus])
     assert np.allclose(index.get_scores(query), index.get_scores_reference(query), rtol=1e-12, atol=1e-12)

@@ -33,31 +33,35 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from .audit import AuditSink, JsonlSink, deletion_record, emit
-from .bm25 import BM25Engine, lexical_scores
-from .chroma_io import (
+from ..audit import AuditSink, JsonlSink, deletion_record, emit
+from ..config import SEED_MIN_SCORE, ConfigBook, GateConfig
+from ..errors import InputError, ScopeError, StoreError, StoreLockedError
+from ..model import (
     SHARED_BUCKET,
+    Hit,
+    MemoryRecord,
+    Scope,
+    Tier,
+    Visibility,
     bucket_of,
-    check_collection_embedding,
-    chroma_call,
-    collection_name,
+    check_key,
+    coerce_scope,
+    encode_record,
     partition_where,
-    record_from_chroma,
-    record_to_chroma,
+    record_from_metadata,
     scope_where,
 )
-from .config import SEED_MIN_SCORE, ConfigBook, GateConfig
-from .errors import InputError, ScopeError, StoreError, StoreLockedError
-from .fusion import ChannelResult, FusionConfig, fuse, query_weights
-from .gate import GateResult, RecallGate
-from .models import Hit, MemoryRecord, Scope, Tier, Visibility, _check_key, coerce_scope
-from .partition import Partition, PartitionKey, PartitionView, record_text
-from .rules import DEFAULT_RULES, Rule
-from .text import tokenize
-from .timeutil import Clock, from_epoch, system_clock, to_utc
+from ..recall.gate import GateResult, RecallGate
+from ..recall.rules import DEFAULT_RULES, Rule
+from ..retrieval.bm25 import BM25Engine, lexical_scores
+from ..retrieval.fusion import ChannelResult, FusionConfig, fuse, query_weights
+from ..retrieval.partition import Partition, PartitionKey, PartitionView, record_text
+from ..text import tokenize
+from ..timeutil import Clock, from_epoch, system_clock, to_utc
+from .chroma import check_collection_embedding, chroma_call, collection_name
 
 if TYPE_CHECKING:
-    from .write_gate import WriteDecision, WriteGate, WritePolicy
+    from ..write import WriteDecision, WriteGate, WritePolicy
 
 __all__ = ["MemoryStore"]
 
@@ -124,7 +128,7 @@ class MemoryStore:
         read_only: bool = False,
         collection_prefix: str | None = None,
     ) -> None:
-        from .embedding import as_embedder, default_embedding
+        from ..embedding import as_embedder, default_embedding
 
         if bm25_engine not in ("rank_bm25", "bm25s"):
             raise InputError(f"bm25_engine must be 'rank_bm25' or 'bm25s', not {bm25_engine!r}")
@@ -321,7 +325,7 @@ class MemoryStore:
                 )
                 if got["ids"]:
                     records = [
-                        record_from_chroma(i, d, m)
+                        record_from_metadata(i, d, m)
                         for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
                     ]
                     part.upsert(records, np.asarray(got["embeddings"], dtype=np.float32))
@@ -379,7 +383,7 @@ class MemoryStore:
                 previous = self._locate(col, touched_ids)
                 try:
                     if idx and vectors is not None:
-                        docs, metas = zip(*(record_to_chroma(upserts[i]) for i in idx), strict=True)
+                        docs, metas = zip(*(encode_record(upserts[i]) for i in idx), strict=True)
                         chroma_call(
                             "upsert",
                             partial(
@@ -428,7 +432,7 @@ class MemoryStore:
     def writer(self) -> WriteGate:
         """The write gate in front of this store (the only write path, W1)."""
         if self._writer is None:
-            from .write_gate import WriteGate
+            from ..write import WriteGate
 
             with self._mutex:  # one write gate, hence one write lock, even when threads race here
                 if self._writer is None:
@@ -456,7 +460,7 @@ class MemoryStore:
             "get", lambda: col.get(ids=list(ids), include=["documents", "metadatas"]), retries=READ_RETRIES
         )
         return [
-            record_from_chroma(i, d, m)
+            record_from_metadata(i, d, m)
             for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
         ]
 
@@ -777,7 +781,7 @@ class MemoryStore:
         dry_run: bool = False,
     ) -> list[str]:
         """Hold candidates apart from long-term memory (never recalled, W6); returns their ids."""
-        from .write_gate import memory_id
+        from ..write import memory_id
 
         ids = ["q_" + memory_id(c.scope, c.title, c.body)[4:] for c in candidates]
         ttls = [float(ttl_days)] * len(candidates) if isinstance(ttl_days, (int, float)) else list(ttl_days)
@@ -836,7 +840,7 @@ class MemoryStore:
         Raises:
             InputError: if there is no such quarantined candidate.
         """
-        from .write_gate import MemoryCandidate, WriteAction, WriteDecision
+        from ..write import MemoryCandidate, WriteAction, WriteDecision
 
         col = self._ledger("quarantine")
         got = chroma_call("quarantine get", lambda: col.get(ids=[qid], include=["metadatas"]))
@@ -912,7 +916,7 @@ class MemoryStore:
         self._check_open()
         if self.read_only:
             raise StoreError("the store is open read-only")
-        _check_key(source_record_id, "source_record_id")
+        check_key(source_record_id, "source_record_id")
         # Serialised with the write gate: a write or correction deciding against a memory of this
         # source cannot commit it (or revive it) between our lookup and our delete.
         with self.writer._lock:
@@ -1050,7 +1054,7 @@ class MemoryStore:
             return {"promoted": 0, "demoted": 0}
         got = chroma_call("reconcile", lambda: col.get(include=["documents", "metadatas"]))
         records = [
-            record_from_chroma(i, d, m)
+            record_from_metadata(i, d, m)
             for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
         ]
         changed: dict[str, MemoryRecord] = {}

@@ -1,4 +1,4 @@
-"""Chroma plumbing: clients, one collection per memory space, record <-> metadata, errors.
+"""Chroma plumbing: one collection per memory space, embedding checks, typed errors.
 
 Chroma is the source of truth (H2). Each memory space gets its own collection (cosine space), so
 a scoped query's cost follows the scope, not the whole store (FACTS: a ``where`` filter on one big
@@ -6,48 +6,21 @@ shared collection grows with the collection). Inside a collection, the partition
 two metadata fields compared with positive equality only (``$ne``/``$nin`` would match records that
 lack the key): ``rg_route`` (the route or ``""``) and ``rg_bucket`` (``"shared"`` or the owner).
 
-Metadata values must be str/int/float/bool, so timestamps are stored as ISO strings plus epoch
-seconds (``*_ts``) and tuples as JSON strings. The collection records the embedding model's name and
-dimension, and a store refuses to mix models in one collection.
+Records are encoded by :mod:`shared_core.model.codec`. The collection records the embedding
+model's name and dimension, and a store refuses to mix models in one collection.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from .errors import EmbeddingError, StoreError, StoreUnavailableError
-from .models import MemoryRecord, Scope, Visibility
-from .timeutil import parse_datetime
+from ..errors import EmbeddingError, StoreError, StoreUnavailableError
 
-__all__ = [
-    "SHARED_BUCKET",
-    "bucket_of",
-    "chroma_call",
-    "collection_name",
-    "partition_where",
-    "record_from_chroma",
-    "record_to_chroma",
-    "scope_where",
-]
-
-SHARED_BUCKET = "shared"
-SCHEMA_VERSION = 1
-_TIME_FIELDS = ("created_at", "updated_at", "valid_from", "valid_to", "deleted_at", "expires_at")
-_TUPLE_FIELDS = ("tags", "supersedes")
-_OPTIONAL_STR = (
-    "route_id",
-    "origin",
-    "superseded_by",
-    "source_record_id",
-    "verification_status",
-    "entity",
-    "attribute",
-)
+__all__ = ["check_collection_embedding", "chroma_call", "collection_name"]
 
 T = TypeVar("T")
 
@@ -57,69 +30,6 @@ def collection_name(prefix: str, memory_space_id: str) -> str:
     slug = re.sub(r"[^a-zA-Z0-9]", "", memory_space_id)[:24]
     digest = hashlib.sha256(memory_space_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{prefix}-{slug}-{digest}" if slug else f"{prefix}-{digest}"
-
-
-def bucket_of(user_id: str, agent_id: str, visibility: Visibility) -> str:
-    """The owner bucket of a memory: ``shared`` or an unambiguous user/agent key."""
-    if visibility is Visibility.SHARED:
-        return SHARED_BUCKET
-    return f"p:{len(user_id)}:{user_id}:{agent_id}"
-
-
-def partition_where(route_id: str | None, bucket: str) -> dict[str, Any]:
-    """Chroma ``where`` for one partition (positive equality only)."""
-    return {"$and": [{"rg_route": route_id or ""}, {"rg_bucket": bucket}]}
-
-
-def scope_where(scope: Scope) -> dict[str, Any]:
-    """Chroma ``where`` for everything a scope may see inside its space's collection (R1, R2)."""
-    private = bucket_of(scope.user_id, scope.agent_id, Visibility.PRIVATE)
-    return {
-        "$and": [
-            {"rg_route": scope.route_id or ""},
-            {"$or": [{"rg_bucket": private}, {"rg_bucket": SHARED_BUCKET}]},
-        ]
-    }
-
-
-def record_to_chroma(record: MemoryRecord) -> tuple[str, dict[str, Any]]:
-    """The Chroma document (body) and metadata of a record."""
-    data = record.model_dump(mode="json", exclude={"id", "body"})
-    meta: dict[str, Any] = {}
-    for key, value in data.items():
-        if key in _TUPLE_FIELDS:
-            meta[key] = json.dumps(list(value), ensure_ascii=False)
-        elif key in _TIME_FIELDS:
-            if value is not None:
-                meta[key] = value
-                meta[f"{key}_ts"] = getattr(record, key).timestamp()
-        elif value is None:
-            continue
-        else:
-            meta[key] = value
-    meta["rg_route"] = record.route_id or ""
-    meta["rg_bucket"] = bucket_of(record.user_id, record.agent_id, record.visibility)
-    meta["rg_schema"] = SCHEMA_VERSION
-    return record.body, meta
-
-
-def record_from_chroma(mid: str, document: str | None, meta: Mapping[str, Any]) -> MemoryRecord:
-    """Rebuild a record from what :func:`record_to_chroma` stored.
-
-    Raises:
-        pydantic.ValidationError: if the stored metadata is not a valid record.
-    """
-    data: dict[str, Any] = {"id": mid, "body": document or ""}
-    for key, value in meta.items():
-        if key.startswith("rg_") or key.endswith("_ts"):
-            continue
-        if key in _TUPLE_FIELDS and isinstance(value, str):
-            data[key] = json.loads(value)
-        elif key in _TIME_FIELDS:
-            data[key] = parse_datetime(value)
-        else:
-            data[key] = value
-    return MemoryRecord.model_validate(data)
 
 
 def check_collection_embedding(meta: Mapping[str, Any] | None, name: str, dimension: int, space: str) -> None:

@@ -15,11 +15,11 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, TextIO
 
-from .config import ConfigBook, load_config
-from .errors import HitParseError, InputError, RecallGateError
-from .gate import GateResult, RecallGate
-from .models import Scope
-from .timeutil import parse_datetime
+from ..config import ConfigBook, load_config
+from ..errors import HitParseError, InputError, RecallGateError
+from ..model import Scope
+from ..recall.gate import GateResult, RecallGate
+from ..timeutil import parse_datetime
 
 __all__ = ["main", "read_hits_jsonl"]
 
@@ -108,7 +108,7 @@ def _cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _open_store(args: argparse.Namespace, *, read_only: bool = False) -> Any:
-    from .store import MemoryStore
+    from ..store import MemoryStore
 
     book = load_config(args.config) if getattr(args, "config", None) else None
     return MemoryStore(args.store, config=book, read_only=read_only)
@@ -174,7 +174,7 @@ def _cmd_forget(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
-    from .evaluation import run_eval_command
+    from ..evaluation import run_eval_command
 
     return run_eval_command(args, out)
 

@@ -16,7 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-from .timeutil import system_clock
+from ..timeutil import system_clock
 
 SCOPE_AIKO_OFFICIAL = {
     "user_id": "aiko",
@@ -164,8 +164,8 @@ QUESTIONS = [
 
 def run_demo(out: TextIO, *, keep: bool = False) -> int:
     """Build the demo store, ask the questions, print decisions; returns the exit status."""
+    from ..store import MemoryStore
     from .cli import print_result
-    from .store import MemoryStore
 
     started = time.perf_counter()
     folder = Path(tempfile.mkdtemp(prefix="recall-gate-demo-"))

@@ -39,14 +39,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import InputError, RecallGateError, ScopeError
-from .models import Origin, Scope, coerce_scope
+from ..errors import InputError, RecallGateError, ScopeError
+from ..model import Origin, Scope, coerce_scope
 
 if TYPE_CHECKING:
     import mcp.types as mcp_types
     from mcp.server.lowlevel import Server
 
-    from .store import MemoryStore
+    from ..store import MemoryStore
 
 __all__ = [
     "SERVER_NAME",
@@ -233,7 +233,7 @@ def _rest(arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _save(store: MemoryStore, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    from .write_gate import candidate_from_mapping
+    from ..write import candidate_from_mapping
 
     scope = _scope_of(arguments)
     try:
@@ -319,7 +319,7 @@ def build_server(store: MemoryStore, *, name: str = SERVER_NAME) -> Server[Any]:
     from mcp.server import ServerRequestContext
     from mcp.server.lowlevel import Server
 
-    from . import __version__
+    from .. import __version__
 
     tools = [
         types.Tool(
@@ -391,8 +391,8 @@ def run_mcp_command(args: argparse.Namespace, out: TextIO) -> int:
     """
     import anyio
 
-    from .config import load_config
-    from .store import MemoryStore
+    from ..config import load_config
+    from ..store import MemoryStore
 
     book = load_config(args.config) if getattr(args, "config", None) else None
     with MemoryStore(args.store, config=book) as store:

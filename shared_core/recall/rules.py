@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from .config import GateConfig
-from .models import Hit, Reason, Scope, Status, Visibility
-from .text import record_has_marker
+from ..config import GateConfig
+from ..model import Hit, Reason, Scope, Status, Visibility
+from ..text import record_has_marker
 
 __all__ = [
     "DEFAULT_RULES",

@@ -84,14 +84,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 from numpy.typing import NDArray
 
-from .config import ConfigBook, GateConfig
-from .errors import InputError
-from .models import Hit, MemoryRecord, Scope, Status, Tier, Visibility, coerce_scope
-from .timeutil import Clock, system_clock, to_utc
+from ..config import ConfigBook, GateConfig
+from ..errors import InputError
+from ..model import Hit, MemoryRecord, Scope, Status, Tier, Visibility, coerce_scope
+from ..timeutil import Clock, system_clock, to_utc
 
 if TYPE_CHECKING:
-    from .gate import GateResult
-    from .store import MemoryStore
+    from ..recall.gate import GateResult
+    from ..store import MemoryStore
 
 __all__ = [
     "BEIR_SCOPE",
@@ -866,8 +866,8 @@ def beir_store(
     Raises:
         InputError: if a document id is not a valid memory id.
     """
-    from .partition import record_text
-    from .store import MemoryStore
+    from ..retrieval.partition import record_text
+    from ..store import MemoryStore
 
     store = MemoryStore.in_memory(embedding=embedding, config=config, clock=clock)
     now = to_utc(clock())
@@ -942,8 +942,8 @@ def build_example_store(path: str | Path | None = None, **kwargs: Any) -> Memory
     Returns:
         The open store (close it, or use it as a context manager).
     """
-    from .cli import read_hits_jsonl
-    from .store import MemoryStore
+    from ..apps.cli import read_hits_jsonl
+    from ..store import MemoryStore
 
     store = MemoryStore(path, **kwargs)
     store.add(read_hits_jsonl(example_memories_path()))
@@ -988,7 +988,7 @@ def run_eval_command(args: argparse.Namespace, out: TextIO) -> int:
         cases = load_cases(args.cases)
         if args.limit is not None:
             cases = cases[: max(0, args.limit)]
-        from .store import MemoryStore
+        from ..store import MemoryStore
 
         with MemoryStore(args.store, read_only=True) as store:
             report = evaluate_cases(store, cases, k=k, progress=args.progress, source=str(args.store))

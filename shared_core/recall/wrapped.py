@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError
-from .fusion import ChannelResult, FusionConfig, fuse
+from ..errors import InputError
+from ..model import Hit, MemoryRecord, Scope, coerce_scope
+from ..retrieval.fusion import ChannelResult, FusionConfig, fuse
+from ..text import tokenize
 from .gate import GateResult, RecallGate
-from .models import Hit, MemoryRecord, Scope, coerce_scope
-from .text import tokenize
 
 __all__ = ["Candidate", "WrappedResult", "gate_candidates", "hit_metadata", "lexical_share"]
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from ..model import MemoryRecord
+from ..text import tokenize
 from .bm25 import BM25Engine, BM25Partition
-from .models import MemoryRecord
-from .text import tokenize
 
 __all__ = ["Partition", "PartitionKey", "PartitionView", "record_text"]
 

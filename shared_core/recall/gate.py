@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .audit import AuditRecord, AuditSink, RejectedEntry, count_reasons, emit, query_hash
-from .config import ConfigBook, GateConfig
-from .models import Hit, Reason, Rejection, Scope, Status, coerce_scope
+from ..audit import AuditRecord, AuditSink, RejectedEntry, count_reasons, emit, query_hash
+from ..config import ConfigBook, GateConfig
+from ..model import Hit, Reason, Rejection, Scope, Status, coerce_scope
+from ..text import tokenize
+from ..timeutil import Clock, system_clock, to_utc
 from .rules import DEFAULT_RULES, GateContext, Rule, in_scope, rule_name
-from .text import tokenize
-from .timeutil import Clock, system_clock, to_utc
 
 __all__ = ["ConfigDiff", "GateResult", "RecallGate", "estimate_tokens"]
 
@@ -72,7 +72,7 @@ class GateResult:
 
     def _repr_html_(self) -> str:
         """Rich display in Jupyter: accepted vs rejected, reason badges, channel scores."""
-        from .display import gate_result_html
+        from ..display import gate_result_html
 
         return gate_result_html(self)
 

@@ -1,0 +1,1 @@
+"""Applications on top of the core: the ``recall-gate`` command, the demo, the MCP server."""

@@ -24,7 +24,7 @@ import re
 import threading
 import time
 import uuid
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -53,10 +53,10 @@ from ..model import (
 )
 from ..recall.gate import GateResult, RecallGate
 from ..recall.rules import DEFAULT_RULES, Rule
-from ..retrieval.bm25 import BM25Engine, lexical_scores
-from ..retrieval.fusion import ChannelResult, FusionConfig, fuse, query_weights
+from ..retrieval.bm25 import BM25Engine
+from ..retrieval.fusion import FusionConfig
+from ..retrieval.hybrid import hybrid_search, vector_ranking
 from ..retrieval.partition import Partition, PartitionKey, PartitionView, record_text
-from ..text import tokenize
 from ..timeutil import Clock, from_epoch, system_clock, to_utc
 from .chroma import check_collection_embedding, chroma_call, collection_name
 
@@ -519,99 +519,32 @@ class MemoryStore:
         t1 = time.perf_counter()
         qv = self.embedder.embed_query(query)
         t2 = time.perf_counter()
-        q_tokens = tokenize(query)
-
-        def locate(mid: str) -> tuple[PartitionView, int] | None:
-            for view in views:
-                i = view.pos.get(mid)
-                if i is not None:
-                    return view, i
-            return None
-
-        vec_ids, vec_scores = self._vector_channel(scope, views, qv, n_cand)
-        kw: list[tuple[float, str]] = []
-        for view in views:
-            kw.extend((raw, view.ids[i]) for i, raw in view.bm25.top(q_tokens, n_cand))
-        kw.sort(key=lambda x: (-x[0], x[1]))
-        kw = kw[:n_cand]
-        t3 = time.perf_counter()
-
-        weights = query_weights(query, self.fusion)
-        fused = fuse(
-            [
-                ChannelResult("keyword", [m for _, m in kw], [s for s, _ in kw]),
-                ChannelResult("vector", vec_ids, vec_scores),
-            ],
-            weights,
-            self.fusion,
-        )[:n_cand]
-
-        n_docs = sum(len(v.ids) for v in views)
-        df: Counter[str] = Counter()
-        for v in views:
-            df.update({t: v.df[t] for t in set(q_tokens) if t in v.df})
-        located = [(item, loc) for item in fused if (loc := locate(item.id)) is not None]
-        lex = lexical_scores(q_tokens, [v.doc_sets[i] for _, (v, i) in located], n_docs=n_docs, df=df)
-        hits: list[Hit] = []
-        for rank, ((item, (view, i)), lexical) in enumerate(zip(located, lex, strict=True), start=1):
-            sem = min(1.0, max(-1.0, float(np.dot(view.matrix[i], qv))))
-            channels = tuple(c for c in ("keyword", "vector") if c in item.ranks)
-            hits.append(
-                Hit.model_construct(
-                    record=view.records[i],
-                    score=sem,
-                    lexical_score=float(lexical),
-                    vector_rank=item.ranks.get("vector"),
-                    keyword_rank=item.ranks.get("keyword"),
-                    vector_distance=1.0 - sem,
-                    bm25_score=item.raw.get("keyword"),
-                    fused_score=item.fused_score,
-                    fused_rank=rank,
-                    channels=channels,
-                )
-            )
-        t4 = time.perf_counter()
-        timings = {
-            "load_ms": round((t1 - t0) * 1e3, 3),
-            "embed_ms": round((t2 - t1) * 1e3, 3),
-            "retrieve_ms": round((t3 - t2) * 1e3, 3),
-            "fuse_ms": round((t4 - t3) * 1e3, 3),
-            "candidates": len(hits),
-            "in_scope": n_docs,
-            "weights": weights,
-        }
+        channel = partial(self._chroma_vector_channel, scope) if self.vector_search == "chroma" else vector_ranking
+        hits, found = hybrid_search(
+            query, views, qv, fusion=self.fusion, candidates=n_cand, vector_channel=channel
+        )
+        timings = {"load_ms": round((t1 - t0) * 1e3, 3), "embed_ms": round((t2 - t1) * 1e3, 3), **found}
         return hits, timings
 
-    def _vector_channel(
+    def _chroma_vector_channel(
         self, scope: Scope, views: Sequence[PartitionView], qv: NDArray[np.float32], n: int
     ) -> tuple[list[str], list[float]]:
-        if self.vector_search == "chroma":
-            col = self._collection(scope.memory_space_id, create=False)
-            total = sum(len(v.ids) for v in views)
-            if col is None or total == 0:
-                return [], []
-            got = chroma_call(
-                "vector query",
-                lambda: col.query(
-                    query_embeddings=[np.asarray(qv, dtype=np.float32)],
-                    n_results=min(n, total),
-                    where=scope_where(scope),
-                    include=["distances"],
-                ),
-                retries=READ_RETRIES,
-            )
-            return list(got["ids"][0]), [1.0 - float(d) for d in got["distances"][0]]
-        pairs: list[tuple[float, str]] = []
-        for view in views:
-            if not view.ids:
-                continue
-            sims = view.similarities(qv)
-            k = min(n, sims.size)
-            top = np.argpartition(-sims, k - 1)[:k]
-            pairs.extend((float(sims[i]), view.ids[i]) for i in top)
-        pairs.sort(key=lambda x: (-x[0], x[1]))
-        pairs = pairs[:n]
-        return [m for _, m in pairs], [s for s, _ in pairs]
+        """The vector ranking from Chroma's own index, with the scope in ``where`` (R1)."""
+        col = self._collection(scope.memory_space_id, create=False)
+        total = sum(len(v.ids) for v in views)
+        if col is None or total == 0:
+            return [], []
+        got = chroma_call(
+            "vector query",
+            lambda: col.query(
+                query_embeddings=[np.asarray(qv, dtype=np.float32)],
+                n_results=min(n, total),
+                where=scope_where(scope),
+                include=["distances"],
+            ),
+            retries=READ_RETRIES,
+        )
+        return list(got["ids"][0]), [1.0 - float(d) for d in got["distances"][0]]
 
     def query(
         self,

@@ -48,9 +48,8 @@ import invariants  # noqa: E402  (tests/invariants.py: the named invariants, STY
 
 from shared_core import GateConfig, RecallGateError, Scope  # noqa: E402
 from shared_core.audit import JsonlSink, verify_chain  # noqa: E402
-from shared_core.model import Visibility  # noqa: E402
+from shared_core.model import Visibility, bucket_of  # noqa: E402
 from shared_core.store import MemoryStore  # noqa: E402
-from shared_core.model import bucket_of  # noqa: E402
 from shared_core.testing import FrozenClock, HashEmbedding  # noqa: E402
 from shared_core.write import WriteAction  # noqa: E402
 
@@ -264,7 +263,9 @@ def kind_event(kind: str) -> str:
 def record_decision(model: Model, d: Any, src: str) -> None:
     with model.lock:
         if d.action in (WriteAction.WRITE, WriteAction.UPDATE) and d.id:
-            model.written.setdefault(d.id, src)
+            # The last write of an id names its source: the same words from a new, live source
+            # after a forget are a new memory with new lineage (shared_core.write.ledger).
+            model.written[d.id] = src
         elif d.action is WriteAction.MERGE and d.id:
             model.merged_into.add(d.id)
         elif d.action is WriteAction.QUARANTINE and d.id:

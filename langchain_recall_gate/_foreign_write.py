@@ -41,7 +41,7 @@ def foreign_write(
     """
     now = to_utc(clock())
     book = policy if isinstance(policy, ConfigBook) else ConfigBook(write_default=policy or WritePolicy())
-    decisions = decide_writes(candidates, policy=book, dry_run=dry_run, now=now)
+    decisions = decide_writes(candidates, policy=book, dry_run=dry_run, now=now, build=True)
     records = [] if dry_run else [(d.index, d.record) for d in decisions if d.record is not None]
     emit(write_audit_record(decisions, now=now, config_hash=book.config_hash(), dry_run=dry_run), sinks)
     return decisions, records

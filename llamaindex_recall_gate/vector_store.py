@@ -225,7 +225,7 @@ class GatedVectorStore(BasePydanticVectorStore):
         with self._lock:
             items = [write_item_from_node(n, defaults=self._write_defaults) for n in nodes]
             now = to_utc(self._clock())
-            decided = decide_writes(items, policy=self._book, is_tombstoned=self._is_tombstoned, now=now)
+            decided = decide_writes(items, policy=self._book, is_tombstoned=self._is_tombstoned, now=now, build=True)
             to_store: list[BaseNode] = []
             decisions: list[WriteDecision] = []
             for node, decision in zip(nodes, decided, strict=True):

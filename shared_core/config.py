@@ -44,6 +44,9 @@ __all__ = [
     "load_config",
 ]
 
+MAX_DAYS = 36_500.0
+"""Upper bound of every duration in days (100 years): larger values overflow datetime arithmetic."""
+
 SEED_MIN_SCORE = 0.78
 """The seeds' ``min_score``: the default for similarity scores imported from elsewhere."""
 
@@ -70,14 +73,14 @@ class GateConfig(BaseModel):
 
     min_score: float = Field(default=SEED_MIN_SCORE, ge=-1.0, le=1.0)
     min_lexical_score: float | None = Field(default=0.75, gt=0.0, le=1.0)
-    short_query_max_terms: int = Field(default=2, ge=0)
+    short_query_max_terms: int = Field(default=2, ge=0, le=10_000)
     short_query_min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
-    max_age_days: float = Field(default=90.0, gt=0.0)
+    max_age_days: float = Field(default=90.0, gt=0.0, le=MAX_DAYS)
     freshness_exempt_tags: tuple[str, ...] = ("long_term_policy", "legal_stopline")
     allow_draft: bool = False
     superseded_markers: tuple[str, ...] = ("superseded", "旧方針", "使用禁止")
-    max_hits: int = Field(default=8, ge=1)
-    max_tokens: int | None = Field(default=None, ge=1)
+    max_hits: int = Field(default=8, ge=1, le=10_000)
+    max_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
     tier_priority: tuple[Tier, ...] = (Tier.WORKING, Tier.CONFIRMED)
     audit_query_text: bool = False
 
@@ -148,6 +151,16 @@ def _default_trust() -> dict[Origin, TrustRule]:
     }
 
 
+def _default_initial_tiers() -> dict[Origin, Tier]:
+    return {
+        Origin.USER_EXPLICIT: Tier.CONFIRMED,
+        Origin.EXTERNAL_VERIFIED: Tier.CONFIRMED,
+        Origin.AGENT_INFERRED: Tier.TENTATIVE,
+        Origin.AGENT_SUMMARY: Tier.TENTATIVE,
+        Origin.EXTERNAL_UNVERIFIED: Tier.TENTATIVE,
+    }
+
+
 class WritePolicy(BaseModel):
     """Write-gate settings (W8: policy is configuration and code, not prompt text).
 
@@ -159,23 +172,28 @@ class WritePolicy(BaseModel):
         default_origin: origin assumed when a candidate names none.
         dedup_threshold: cosine at or above which a scoped neighbour is the same memory (W2).
         promote_at: evidence count at which a tentative memory becomes confirmed (W7).
-        trusted_tier_origins: origins whose explicit ``tier`` is honoured (others start tentative).
+        trusted_tier_origins: origins whose explicit ``tier`` is honoured (others may only lower it).
+        initial_tiers: the tier a new memory starts in, by origin: what a person stated
+            (``user_explicit``) or a verified source gave starts ``confirmed`` and is recallable at
+            once; what an agent inferred or summarised starts ``tentative`` (seed 004), and so does
+            any origin not listed.
         quarantine_ttl_days: how long a held candidate waits for review (W6).
         retention_days: default expiry of new memories (``None``: keep until deleted, L3).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    max_chars: int = Field(default=20_000, ge=1)
+    max_chars: int = Field(default=20_000, ge=1, le=10_000_000)
     pii: Literal["mask", "reject", "allow"] = "mask"
     injection: Literal["quarantine", "reject"] = "quarantine"
     trust: dict[Origin, TrustRule] = Field(default_factory=_default_trust)
     default_origin: Origin = Origin.AGENT_INFERRED
     dedup_threshold: float = Field(default=0.92, gt=0.0, le=1.0)
-    promote_at: int = Field(default=2, ge=1)
+    promote_at: int = Field(default=2, ge=1, le=1_000_000)
     trusted_tier_origins: tuple[Origin, ...] = (Origin.USER_EXPLICIT, Origin.EXTERNAL_VERIFIED)
+    initial_tiers: dict[Origin, Tier] = Field(default_factory=_default_initial_tiers)
     quarantine_ttl_days: float = Field(default=14.0, ge=7.0, le=30.0)
-    retention_days: float | None = Field(default=None, gt=0.0)
+    retention_days: float | None = Field(default=None, gt=0.0, le=MAX_DAYS)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> WritePolicy:
@@ -244,6 +262,9 @@ class ConfigBook(BaseModel):
         for name, table in raw_spaces.items():
             if not isinstance(table, Mapping) or set(table) - {"gate", "write"}:
                 raise ConfigError(f"[spaces.{name!r}] may only hold 'gate' and 'write' tables")
+            for part in ("gate", "write"):
+                if part in table and not isinstance(table[part], Mapping):
+                    raise ConfigError(f"[spaces.{name!r}.{part}] must be a table")
             if "gate" in table:
                 spaces[name] = _validate(
                     {**default.model_dump(), **table["gate"]}, where=f"[spaces.{name!r}.gate]"

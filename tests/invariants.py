@@ -62,32 +62,26 @@ def assert_indexes_agree(
 
 def assert_partition_agrees(store: MemoryStore, key: tuple[str, str, str]) -> None:
     """One in-process partition holds exactly the ids Chroma holds for it (no refresh)."""
-    from shared_core.model import partition_where
-
-    col = store._collection(key[0], create=False)
-    chroma = (
-        set()
-        if col is None
-        else set(col.get(where=partition_where(key[1] or None, key[2]), include=[])["ids"])
-    )
-    assert store._partition(key).ids() == chroma, f"partition {key} disagrees with Chroma"
+    state = store.index_state(key[0])
+    loaded = state["loaded"].get(key)
+    if loaded is None:  # not loaded yet: load it through a query-free path and compare
+        store.indexed_ids(key[0])
+        state = store.index_state(key[0])
+        loaded = state["loaded"].get(key, set())
+    assert loaded == state["chroma"].get(key, set()), f"partition {key} disagrees with Chroma"
 
 
 def assert_no_duplicates(store: MemoryStore, memory_space_id: str) -> None:
-    """No id twice in Chroma or in two partitions, and no two active memories with one text in one partition (W2)."""
+    """No id twice in two partitions, and no two active memories with one text in one partition (W2)."""
     from shared_core.write import memory_id
 
-    col = store._collection(memory_space_id, create=False)
-    if col is None:
-        return
-    ids = list(col.get(include=[])["ids"])
-    assert len(ids) == len(set(ids)), "an id is stored twice"
-    with store._mutex:
-        parts = [p for k, p in store._parts.items() if k[0] == memory_space_id]
-    held = [i for p in parts for i in p.ids()]
-    assert len(held) == len(set(held)), "an id is in two partitions"
+    state = store.index_state(memory_space_id)
+    for where in ("chroma", "loaded"):
+        held = [i for ids in state[where].values() for i in ids]
+        assert len(held) == len(set(held)), f"an id is in two partitions ({where})"
+    ids = sorted(i for ids in state["chroma"].values() for i in ids)
     texts: dict[tuple[object, ...], str] = {}
-    for rec in store.get(sorted(ids), memory_space_id=memory_space_id):
+    for rec in store.get(ids, memory_space_id=memory_space_id):
         if rec.superseded_by is not None:
             continue
         key = (rec.visibility, memory_id(rec.scope, rec.title, rec.body))

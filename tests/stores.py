@@ -24,6 +24,14 @@ def mem(body: str, title: str = "", **fields: Any) -> dict[str, Any]:
     return {**SCOPE, **TRUSTED, "title": title, "body": body, **fields}
 
 
+def restore(store: MemoryStore, records: Any, **kwargs: Any) -> list[Any]:
+    """Restore records as they were (a backup): the gated bulk import, without screens, dedup or implicit supersede."""
+    items = [{"origin": "user_explicit", "cited": True, **r.model_dump(exclude_none=True)} for r in records]
+    decisions = store.import_records(items, skip=("screens", "dedup", "supersede"), **kwargs)
+    assert all(d.stored for d in decisions), [(d.action, d.reasons, d.detail) for d in decisions]
+    return decisions
+
+
 class SpyEmbedding(HashEmbedding):
     """HashEmbedding that records every text it embeds (to prove what never reaches it)."""
 

@@ -14,7 +14,7 @@ HERE = Path(__file__).parent
 # Where the writer process dies: before Chroma sees the batch, after Chroma but before the BM25
 # partition update, and in the middle of the BM25 update (after the first of two memories).
 CRASH_POINTS = {
-    "before_chroma_upsert": "shared_core.store.memory_store.chroma_call",
+    "before_chroma_upsert": "shared_core.store.backend.chroma_call",
     "after_chroma_before_bm25": "shared_core.retrieval.partition.Partition.upsert",
     "during_bm25_update": "shared_core.retrieval.partition.tokenize",
 }

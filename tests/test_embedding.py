@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shared_core.embedding import minilm as embedding_module
 from shared_core.embedding import Embedder, MiniLMEmbedding, as_embedder, default_embedding
+from shared_core.embedding import minilm as embedding_module
 from shared_core.errors import ConfigError, EmbeddingError
 
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"

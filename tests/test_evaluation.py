@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stores import NOW, SpyEmbedding
+from stores import NOW, SpyEmbedding, restore
 
 from shared_core import GateConfig, GateResult, Hit
 from shared_core.apps.cli import main
@@ -79,7 +79,7 @@ def _tiny_store(cls: type[MemoryStore] = MemoryStore, **kwargs: Any) -> MemorySt
             updated_at="2026-07-10T00:00:00Z",
         ),
     ]
-    store._commit(records)
+    restore(store, records)
     assert store.delete(["gone"], memory_space_id="s1") == 1
     return store
 

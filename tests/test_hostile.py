@@ -53,7 +53,7 @@ from shared_core.apps.mcp_server import ToolFailure, call_tool
 from shared_core.recall.rules import in_scope
 from shared_core.store import MemoryStore
 from shared_core.testing import FrozenClock
-from shared_core.write import WriteAction
+from shared_core.write import WriteAction, WriteReason
 
 CORPUS_PATH = Path(__file__).parent / "cases" / "hostile_inputs.json"
 DROP = object()
@@ -288,7 +288,7 @@ def catching(outcome: Outcome) -> Iterator[None]:
 
 
 def memory_ids(store: MemoryStore) -> set[tuple[str, str]]:
-    return {(space, i) for space, col in store._space_collections() for i in col.get(include=[])["ids"]}
+    return {(space, i) for space in store.spaces() for i in store.all_ids(space)}
 
 
 def held_ids(store: MemoryStore) -> set[str]:
@@ -706,11 +706,12 @@ def test_nan_is_not_a_number_anywhere() -> None:
 
 
 def test_regression_explicit_id_cannot_overwrite_another_users_memory() -> None:
-    """A write naming another scope's memory id is rejected (id_in_use); that memory is untouched (R1)."""
+    """A write naming another scope's memory id is rejected (not_owner, no text); that memory is untouched (R1)."""
     store = make_store()
     store.add([{**SCOPE, **BASE_MEMORY, "user_id": "u2", "id": "doc-1", "body": FOREIGN_BODY}])
     [d] = store.add([{**SCOPE, **BASE_MEMORY, "id": "doc-1", "body": "Mine now."}])
-    assert d.action is WriteAction.REJECT and d.findings == ("id_in_use",)
+    assert d.action is WriteAction.REJECT and d.reasons == (WriteReason.NOT_OWNER,)
+    assert FOREIGN_BODY not in " ".join(d.detail)
     [rec] = store.get(["doc-1"], memory_space_id="s1")
     assert (rec.user_id, rec.body) == ("u2", FOREIGN_BODY)
 

@@ -56,9 +56,10 @@ def test_mixed_load_from_two_processes_on_a_server(tmp_path: Path) -> None:
 
 
 def _pause_commit_of(store: MemoryStore, thread_name: str) -> tuple[threading.Event, threading.Event]:
-    """Make ``store._commit`` stop in thread ``thread_name`` until released; returns (reached, release)."""
+    """Make the store's commit stop in thread ``thread_name`` until released; returns (reached, release)."""
     reached, release = threading.Event(), threading.Event()
-    original = store._commit
+    target = store.writer.target
+    original = target.commit
 
     def paused(*args: Any, **kwargs: Any) -> None:
         if threading.current_thread().name == thread_name and not reached.is_set():
@@ -66,7 +67,7 @@ def _pause_commit_of(store: MemoryStore, thread_name: str) -> tuple[threading.Ev
             release.wait(10)
         original(*args, **kwargs)
 
-    store._commit = paused  # type: ignore[method-assign]
+    target.commit = paused  # type: ignore[method-assign]
     return reached, release
 
 

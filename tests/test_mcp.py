@@ -148,7 +148,7 @@ def test_invalid_arguments_name_fields_not_values() -> None:
 
 
 def test_tentative_memory_is_saved_but_not_recalled() -> None:
-    """An agent's uncited guess is quarantined; an explicit save without trusted tier starts tentative and is not recalled."""
+    """An agent's uncited guess is quarantined; a cited agent inference starts tentative and is not recalled (W7, seed 004)."""
     store = make_store()
     guess = call_tool(
         store, "memory_save", {"scope": SCOPE, "body": "Customers in Osaka prefer chat support."}
@@ -157,7 +157,7 @@ def test_tentative_memory_is_saved_but_not_recalled() -> None:
     tentative = call_tool(
         store,
         "memory_save",
-        {"scope": SCOPE, "body": "Customers in Kyoto prefer phone support.", "origin": "user_explicit"},
+        {"scope": SCOPE, "body": "Customers in Kyoto prefer phone support.", "origin": "agent_inferred", "cited": True},
     )
     assert tentative["action"] == "write"
     recall = call_tool(

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from stores import SCOPE, SpyEmbedding, make_store, mem
+from stores import SCOPE, SpyEmbedding, make_store, mem, restore
 
 from shared_core import ConfigBook, GateConfig, InputError
 from shared_core.config import WritePolicy, load_config
@@ -38,13 +38,17 @@ def test_secret_is_rejected_never_stored_never_embedded(store, spy) -> None:  # 
 
 
 def test_injection_is_quarantined_and_never_recalled_until_approved(store) -> None:  # type: ignore[no-untyped-def]
-    """Text that instructs the agent is held apart, never recalled; approval writes it (W5, W6)."""
-    [d] = store.add([mem(INJECTION, "note")])
+    """Text that instructs the agent is held apart, never recalled; the reviewer sees it, the audit never; approval writes it (W5, W6)."""
+    from shared_core import capture_audit
+
+    with capture_audit() as records:
+        [d] = store.add([mem(INJECTION, "note")])
     assert d.action is WriteAction.QUARANTINE and WriteReason.INJECTION in d.reasons
     assert store.all_ids("s1") == set()
     held = store.quarantine_list()
     assert [h["id"] for h in held] == [d.id] and "injection" in held[0]["reasons"]
-    assert INJECTION not in json.dumps(held)
+    assert held[0]["body"] == INJECTION and (held[0]["user_id"], held[0]["memory_space_id"]) == ("u1", "s1")
+    assert INJECTION not in json.dumps([r.model_dump(mode="json") for r in records])
     assert store.query("previous instructions files", scope=SCOPE).accepted == ()
     approved = store.quarantine_approve(d.id, reviewer="alice")
     assert approved.action is WriteAction.WRITE
@@ -182,7 +186,7 @@ def test_close_correction_supersedes_instead_of_merging(spy) -> None:  # type: i
     """A correction worded almost like the old memory supersedes it; it is not merged as a duplicate (L1, W2)."""
     store = make_store(embedding=spy, write_policy=WritePolicy(dedup_threshold=0.8))  # cosine here: 0.83
     [old] = store.add([mem("Returns are accepted within 30 days of purchase.")])
-    [near] = store.add([mem("Returns are accepted within 31 days of purchase.")])
+    [near] = store.add([mem("Returns are accepted within 30 days after purchase.")])
     assert near.action is WriteAction.MERGE  # the threshold does catch this wording as a duplicate
     fix = store.correct(old.id, memory_space_id="s1", body="Returns are accepted within 45 days of purchase.")
     assert fix.action is WriteAction.UPDATE and fix.id != old.id
@@ -253,7 +257,7 @@ def test_reconcile_promotes_and_demotes(store) -> None:  # type: ignore[no-untyp
         ),
         make_record("seen-twice", body="Kites in shed four.", tier="tentative", evidence_count=2),
     ]
-    store._commit(legacy)  # restored data, written before entity/attribute checks existed
+    restore(store, legacy)  # restored data, written before entity/attribute checks existed
     assert store.reconcile("s1") == {"promoted": 1, "demoted": 1}
     tiers = {r.id: r.tier.value for r in store.get(["osaka", "kyoto", "seen-twice"], memory_space_id="s1")}
     assert tiers == {"osaka": "tentative", "kyoto": "confirmed", "seen-twice": "confirmed"}
@@ -327,6 +331,7 @@ def test_no_ungated_write_path_is_public() -> None:
         "quarantine_approve",
         "quarantine_reject",
         "quarantine_purge",
+        "import_records",  # the gated bulk import
         "writer",  # the WriteGate itself: the gated path
     }
     assert (

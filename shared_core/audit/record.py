@@ -26,6 +26,7 @@ class RejectedEntry:
     id: str
     reason: str
     reasons: tuple[str, ...]
+    action: str | None = None  # write records: what the write gate did (quarantine, reject, merge)
 
 
 class AuditRecord(BaseModel):

@@ -56,10 +56,10 @@ the report keeps the counts behind every rate.
 BEIR: :func:`load_beir` reads ``corpus.jsonl``, ``queries.<split>.jsonl`` (or ``queries.jsonl``)
 and ``qrels/<split>.tsv``; :func:`beir_store` builds an in-memory store in one scope and
 :func:`beir_cases` turns the judged queries into cases (expected = qrels ids). Public benchmark
-documents are loaded with the store's internal bulk commit (``MemoryStore._commit``) instead of
-the write gate: they are not agent memories, screening 5,000 abstracts would only measure the
-screens, and the write gate's dedup would merge near-identical abstracts that BEIR counts
-separately. Embeddings use the store's embedding (default: the offline MiniLM) and are cached in
+documents are loaded with the gated bulk import (``MemoryStore.import_records``) opting out of
+two steps, which the audit records: ``screens`` (they are not agent memories; screening 5,000
+abstracts would only measure the screens) and ``dedup`` (it would merge near-identical abstracts
+that BEIR counts separately). Embeddings use the store's embedding (default: the offline MiniLM) and are cached in
 a temporary folder keyed by the embedding and the exact texts, so re-runs skip the model.
 """
 
@@ -86,7 +86,7 @@ from numpy.typing import NDArray
 
 from ..config import ConfigBook, GateConfig
 from ..errors import InputError
-from ..model import Hit, MemoryRecord, Scope, Status, Tier, Visibility, coerce_scope
+from ..model import Hit, MemoryRecord, Scope, Visibility, coerce_scope
 from ..timeutil import Clock, system_clock, to_utc
 
 if TYPE_CHECKING:
@@ -851,8 +851,8 @@ def beir_store(
 ) -> MemoryStore:
     """An in-memory store holding every BEIR document as an approved, confirmed memory of ``scope``.
 
-    Documents are bulk-loaded with ``MemoryStore._commit`` (see the module docstring for why the
-    write gate is bypassed for public benchmark data); vectors are cached by corpus hash.
+    Documents are bulk-loaded with ``MemoryStore.import_records`` without screens and dedup (see
+    the module docstring); vectors are cached by corpus hash.
 
     Args:
         data: the loaded BEIR data.
@@ -866,40 +866,42 @@ def beir_store(
     Raises:
         InputError: if a document id is not a valid memory id.
     """
-    from ..retrieval.partition import record_text
     from ..store import MemoryStore
 
     store = MemoryStore.in_memory(embedding=embedding, config=config, clock=clock)
-    now = to_utc(clock())
-    records: list[MemoryRecord] = []
-    for did, title, text in zip(data.doc_ids, data.titles, data.texts, strict=True):
-        try:
-            records.append(
-                MemoryRecord(
-                    id=did,
-                    title=title,
-                    body=text,
-                    user_id=scope.user_id,
-                    agent_id=scope.agent_id,
-                    memory_space_id=scope.memory_space_id,
-                    route_id=scope.route_id,
-                    visibility=Visibility.PRIVATE,
-                    status=Status.APPROVED,
-                    tier=Tier.CONFIRMED,
-                    source=f"beir:{data.name}",
-                    created_at=now,
-                    updated_at=now,
-                    verification_status="benchmark",
-                )
-            )
-        except Exception:
-            store.close()
-            raise InputError(f"BEIR document id {did[:64]!r} is not a valid memory id") from None
+    items = [
+        {
+            "id": did,
+            "title": title,
+            "body": text,
+            **scope.model_dump(),
+            "status": "approved",
+            "tier": "confirmed",
+            "origin": "external_verified",
+            "cited": True,
+            "source": f"beir:{data.name}",
+            "verification_status": "benchmark",
+        }
+        for did, title, text in zip(data.doc_ids, data.titles, data.texts, strict=True)
+    ]
     vectors = _cached_vectors(
-        store, [record_text(r) for r in records], cache_dir=cache_dir, progress=progress
+        store,
+        [f"{t}\n{b}" if t else b for t, b in zip(data.titles, data.texts, strict=True)],
+        cache_dir=cache_dir,
+        progress=progress,
     )
-    for start in range(0, len(records), _COMMIT_BATCH):
-        store._commit(records[start : start + _COMMIT_BATCH], vectors[start : start + _COMMIT_BATCH])
+    for start in range(0, len(items), _COMMIT_BATCH):
+        decisions = store.import_records(
+            items[start : start + _COMMIT_BATCH],
+            vectors=vectors[start : start + _COMMIT_BATCH],
+            skip=("screens", "dedup"),
+        )
+        refused = [d for d in decisions if not d.stored]
+        if refused:
+            store.close()
+            raise InputError(
+                f"BEIR document #{start + refused[0].index} was refused: {', '.join(refused[0].detail) or refused[0].action.value}"
+            )
     return store
 
 

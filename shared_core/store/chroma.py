@@ -20,7 +20,10 @@ from typing import Any, TypeVar
 
 from ..errors import EmbeddingError, StoreError, StoreUnavailableError
 
-__all__ = ["check_collection_embedding", "chroma_call", "collection_name"]
+__all__ = ["READ_RETRIES", "check_collection_embedding", "chroma_call", "collection_name", "set_http_timeout"]
+
+READ_RETRIES = 2
+"""Idempotent reads are retried this many times after an internal Chroma error (see chroma_call)."""
 
 T = TypeVar("T")
 
@@ -98,3 +101,17 @@ def chroma_call(what: str, fn: Callable[[], T], *, retries: int = 0) -> T:
                 continue
             raise StoreError(f"Chroma failed during {what} ({type(exc).__name__})") from None
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def set_http_timeout(client: Any, timeout: float | None) -> None:
+    """Bound every request of a Chroma ``HttpClient`` (its httpx session has no timeout).
+
+    Chroma's client keeps its httpx session in a private attribute and offers no public way to
+    set a timeout; without one, a hung server hangs every caller. The attribute is looked up
+    defensively: if a Chroma release moves it, nothing is changed (and nothing breaks).
+    """
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = httpx.Timeout(timeout, connect=min(timeout, 5.0) if timeout else None)

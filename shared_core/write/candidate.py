@@ -4,24 +4,26 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InputError
-from ..model import MemoryRecord, Origin, Scope, Status, Tier, Visibility, check_key
+from ..model import MemoryRecord, Origin, Scope, Status, Tier, Visibility
+from ..model.fields import Key, OptDatetime, OptKey, StrTuple
 from ..text import normalize
-from ..timeutil import parse_datetime
 
 __all__ = [
+    "CANDIDATE_FIELDS",
     "MemoryCandidate",
     "WriteAction",
     "WriteDecision",
     "WriteReason",
     "candidate_from_mapping",
     "memory_id",
+    "parse_candidate",
+    "validation_problems",
 ]
 
 
@@ -50,51 +52,59 @@ class WriteReason(str, Enum):
     DUPLICATE = "duplicate"
     SUPERSEDES = "supersedes"
     PROMOTED = "promoted"
+    SCOPE_MISMATCH = "scope_mismatch"
+    NOT_OWNER = "not_owner"
+    CHANGED_FACT = "changed_fact"
+    REBASED = "rebased"
+    TRUST_LOWERED = "trust_lowered"
 
 
 class MemoryCandidate(BaseModel):
-    """A memory someone wants to store; the write gate decides what becomes of it."""
+    """A memory someone wants to store; the write gate decides what becomes of it.
+
+    The one record contract of every way in (``store.add``, ``recall-gate add``, MCP
+    ``memory_save``, both adapters' write filters): every field of
+    :class:`~shared_core.model.MemoryRecord` a memory system can export (``created_at``,
+    ``updated_at``, ``valid_from``/``valid_to``, ``supersedes`` as one id or a list,
+    ``superseded_by``, ``tier``, ``evidence_count``, ...), plus two write-only claims: ``cited``
+    (grounded in a source) and ``confirmations`` (independent confirmations seen). Fields are
+    normalised once, here: times to aware UTC, a single id to a one-element tuple, ``""`` to
+    ``None``. Whether a claim that *raises* trust (origin, tier, visibility, confirmations,
+    evidence, citation) is honoured is the write path's decision (:mod:`shared_core.write.authority`).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     title: str = ""
     body: str
-    user_id: str
-    agent_id: str
-    memory_space_id: str
-    route_id: str | None = None
+    user_id: Key
+    agent_id: Key
+    memory_space_id: Key
+    route_id: OptKey = None
     visibility: Visibility = Visibility.PRIVATE
     status: Status = Status.APPROVED
     tier: Tier | None = None
     origin: Origin | None = None
     cited: bool = False
-    confirmations: int = Field(default=0, ge=0)
+    confirmations: int = Field(default=0, ge=0, le=1_000_000)
+    evidence_count: int | None = Field(default=None, ge=0, le=1_000_000)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    sensitivity: str | None = None
+    verification_status: str | None = None
     source: str = ""
-    tags: tuple[str, ...] = ()
-    source_record_id: str | None = None
+    tags: StrTuple = ()
+    source_record_id: OptKey = None
     entity: str | None = None
     attribute: str | None = None
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
-    expires_at: datetime | None = None
-    updated_at: datetime | None = None
-    supersedes: tuple[str, ...] = ()
-    id: str | None = None
-
-    @field_validator("user_id", "agent_id", "memory_space_id")
-    @classmethod
-    def _keys(cls, value: str, info: Any) -> str:
-        return check_key(value, info.field_name)
-
-    @field_validator("id", "route_id", "source_record_id")
-    @classmethod
-    def _opt_keys(cls, value: str | None, info: Any) -> str | None:
-        return None if value in (None, "") else check_key(value, info.field_name)
-
-    @field_validator("valid_from", "valid_to", "expires_at", "updated_at", mode="before")
-    @classmethod
-    def _times(cls, value: object) -> object:
-        return None if value in (None, "") else parse_datetime(value)
+    created_at: OptDatetime = None
+    updated_at: OptDatetime = None
+    valid_from: OptDatetime = None
+    valid_to: OptDatetime = None
+    expires_at: OptDatetime = None
+    deleted_at: OptDatetime = None
+    supersedes: StrTuple = ()
+    superseded_by: OptKey = None
+    id: OptKey = None
 
     @property
     def scope(self) -> Scope:
@@ -107,6 +117,64 @@ class MemoryCandidate(BaseModel):
         )
 
 
+CANDIDATE_FIELDS = frozenset(MemoryCandidate.model_fields)
+"""Every field name of the record contract."""
+
+_PROBLEMS = {
+    "missing": "required",
+    "extra_forbidden": "unknown field",
+    "datetime_type": "not a datetime",
+    "datetime_parsing": "not a datetime",
+    "datetime_from_date_parsing": "not a datetime",
+    "datetime_object_invalid": "not a datetime",
+    "string_type": "not a string",
+    "string_too_short": "empty",
+    "string_too_long": "too long",
+    "string_pattern_mismatch": "empty or holds control characters",
+    "enum": "not an allowed value",
+    "bool_type": "not a boolean",
+    "bool_parsing": "not a boolean",
+    "int_type": "not an integer",
+    "int_parsing": "not an integer",
+    "int_from_float": "not an integer",
+    "float_type": "not a number",
+    "float_parsing": "not a number",
+    "finite_number": "not a finite number",
+    "greater_than_equal": "out of range",
+    "less_than_equal": "out of range",
+    "tuple_type": "not a list",
+    "dict_type": "not an object",
+    "model_type": "not an object",
+}
+
+
+def validation_problems(exc: ValidationError) -> tuple[str, ...]:
+    """``"<field>: <problem>"`` for each error of a validation, never the offending value."""
+    out: list[str] = []
+    for err in exc.errors(include_input=False, include_url=False):
+        loc = [str(p) for p in err.get("loc", ())]
+        field = loc[0] if loc else "record"
+        problem = _PROBLEMS.get(str(err.get("type")), "invalid")
+        item = f"{field}: {problem}"
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
+def parse_candidate(raw: object) -> MemoryCandidate | tuple[str, ...]:
+    """A candidate from a mapping (or a candidate), else the problems naming each bad field."""
+    if isinstance(raw, MemoryCandidate):
+        return raw
+    if not isinstance(raw, Mapping):
+        return (f"record: not an object ({type(raw).__name__})",)
+    if any(not isinstance(k, str) for k in raw):
+        return ("record: a field name is not a string",)
+    try:
+        return MemoryCandidate.model_validate(dict(raw))
+    except ValidationError as exc:
+        return validation_problems(exc)
+
+
 class WriteDecision(BaseModel):
     """What happened to one candidate. ``id`` is the memory (or quarantine) id, if any."""
 
@@ -117,6 +185,7 @@ class WriteDecision(BaseModel):
     id: str | None = None
     reasons: tuple[WriteReason, ...] = ()
     findings: tuple[str, ...] = ()  # rule names of screen findings, never matched text
+    detail: tuple[str, ...] = ()  # "<field>: <problem>" for invalid input, never the value
     existing_id: str | None = None
     dry_run: bool = False
     candidate: MemoryCandidate | None = Field(default=None, exclude=True, repr=False)
@@ -152,5 +221,4 @@ def candidate_from_mapping(data: Mapping[str, Any]) -> MemoryCandidate:
     try:
         return MemoryCandidate.model_validate(dict(data))
     except ValidationError as exc:
-        fields = sorted({".".join(str(p) for p in e["loc"]) for e in exc.errors()})
-        raise InputError(f"invalid memory: problem with {', '.join(fields) or 'input'}") from None
+        raise InputError(f"invalid memory: {'; '.join(validation_problems(exc))}") from None

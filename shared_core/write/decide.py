@@ -13,10 +13,19 @@ from typing import Any
 
 from ..config import ConfigBook, TrustAction, TrustRule, WritePolicy
 from ..model import MemoryRecord, Tier, Visibility
-from ..timeutil import to_utc
-from .candidate import MemoryCandidate, WriteAction, WriteDecision, WriteReason, memory_id
+from ..timeutil import system_clock, to_utc
+from .authority import TIER_TRUST, WritePath, apply_authority
+from .candidate import MemoryCandidate, WriteAction, WriteDecision, WriteReason, memory_id, parse_candidate
 
-__all__ = ["SPLIT_WINDOW", "build_record", "decide_writes", "split_injection", "trust_action"]
+__all__ = [
+    "MAX_CLOCK_SKEW",
+    "SPLIT_WINDOW",
+    "build_record",
+    "decide_writes",
+    "initial_tier",
+    "split_injection",
+    "trust_action",
+]
 
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -24,14 +33,13 @@ SPLIT_WINDOW = 300
 """Characters on each side of the boundary screened when two memories are checked as one text."""
 
 
-def _unstorable(cand: MemoryCandidate) -> bool:
-    """True when a text field holds a NUL or a lone surrogate (not storable, not valid UTF-8)."""
-    values: list[object] = [getattr(cand, name) for name in type(cand).model_fields]
-    for value in values:
-        texts = value if isinstance(value, tuple) else (value,)
+def _unstorable(fields: Mapping[str, Any]) -> str | None:
+    """The first text field holding a NUL or a lone surrogate (not storable, not valid UTF-8)."""
+    for name, value in fields.items():
+        texts = value if isinstance(value, (list, tuple)) else (value,)
         if any(isinstance(t, str) and _UNSTORABLE.search(t) for t in texts):
-            return True
-    return False
+            return name
+    return None
 
 
 def _partition_of(cand: MemoryCandidate) -> tuple[str, ...]:
@@ -54,17 +62,6 @@ def split_injection(before: str, after: str, screen: Callable[[str], Any]) -> li
     )
 
 
-def _parse(raw: object) -> MemoryCandidate | None:
-    if isinstance(raw, MemoryCandidate):
-        return raw
-    if isinstance(raw, Mapping):
-        try:
-            return MemoryCandidate.model_validate(dict(raw))
-        except Exception:  # ValidationError, or a mapping whose keys are not strings
-            return None
-    return None
-
-
 def trust_action(cand: MemoryCandidate, policy: WritePolicy) -> TrustAction:
     """The trust decision for a candidate: origin x grounding x confirmations (W3)."""
     origin = cand.origin or policy.default_origin
@@ -79,39 +76,75 @@ def trust_action(cand: MemoryCandidate, policy: WritePolicy) -> TrustAction:
     return action
 
 
+MAX_CLOCK_SKEW = timedelta(minutes=5)
+"""How far in the future a ``created_at`` / ``updated_at`` may lie (clock skew between machines)."""
+
+_OTHER_TEXT_FIELDS = (
+    "id",
+    "source",
+    "source_record_id",
+    "entity",
+    "attribute",
+    "verification_status",
+    "sensitivity",
+    "superseded_by",
+)
+
+
 def decide_writes(
     items: Iterable[MemoryCandidate | Mapping[str, Any]],
     *,
     policy: WritePolicy | ConfigBook | None = None,
+    path: WritePath | None = None,
     is_tombstoned: Callable[[str | None, str | None], bool] | None = None,
     dry_run: bool = False,
     now: datetime | None = None,
+    build: bool = False,
     previous: Callable[[MemoryCandidate], str | None] | None = None,
+    screens: bool = True,
 ) -> list[WriteDecision]:
-    """The store-independent part of the write gate: validate, screen, mask, tombstones, trust.
+    """The store-independent part of the write gate: authority, contract, screens, tombstones, trust.
 
-    For adapters that write to a vector store they do not own (a LangChain or LlamaIndex store):
-    each decision's action is ``write``, ``quarantine`` or ``reject``; for ``write`` and
-    ``quarantine``, ``decision.candidate`` is the candidate as it may be stored (PII masked by
-    policy). Nothing here embeds, indexes or stores anything, and nothing is audited: the caller
-    does that with what it stores (:func:`write_audit_record`). Dedup and supersede links need a
-    :class:`MemoryStore`.
+    Nothing here embeds, indexes or stores anything, and nothing is audited: the caller does that
+    with what it stores (:func:`~shared_core.write.audit.write_audit_record`). Each decision's action
+    is ``write``, ``quarantine`` or ``reject``; for ``write`` and ``quarantine``,
+    ``decision.candidate`` is the candidate as it may be stored (PII masked by policy).
 
-    With ``now``, each ``write`` decision also carries ``decision.record``, the long-term record to
-    store (:func:`build_record`: deterministic id, tier, expiry), and ``decision.id`` is its id.
+    Args:
+        items: records as mappings of :class:`MemoryCandidate` fields (or candidates).
+        policy: the write policy (per memory space with a :class:`ConfigBook`).
+        path: the authority of the way in (default :meth:`WritePath.operator`): scope and trust
+            come from it, a record may lower its trust but never raise it.
+        is_tombstoned: ``(source_record_id, memory_id) -> bool`` from the ledger (L2).
+        dry_run: mark decisions as a preview.
+        now: the instant of the write (default: now, UTC); timestamps beyond it plus
+            :data:`MAX_CLOCK_SKEW` are invalid.
+        build: also build each ``write`` decision's long-term record (``decision.record``,
+            :func:`build_record`) and set ``decision.id`` to its id.
+        previous: body of the memory written just before in a candidate's partition, for the
+            split-injection check.
+        screens: run the secret, PII and injection screens (``False`` only for bulk imports the
+            caller explicitly opts out for; the write audit record then says so).
 
-    Text fields holding a NUL or a lone surrogate are ``invalid`` (they cannot be stored or sent
-    on as UTF-8). An instruction split across two memories (:func:`split_injection`) quarantines
-    both halves when they are in one batch, or the second when ``previous(candidate)`` returns
-    the body of the memory written just before it in the same partition.
+    An invalid record is rejected with ``detail`` naming each bad field and the problem
+    (``"created_at: not a datetime"``), never the value. Text fields holding a NUL or a lone
+    surrogate are ``invalid`` (they cannot be stored or sent on as UTF-8). An instruction split
+    across two memories (:func:`split_injection`) quarantines both halves when they are in one
+    batch, or the second when ``previous(candidate)`` returns the body written just before it.
     """
-    from ..screening import mask_pii, screen
+    from ..screening import ScreenReport, mask_pii
+    from ..screening import screen as run_screens
+
+    def screen(text: str) -> Any:
+        return run_screens(text) if screens else ScreenReport.of(())
 
     book = policy if isinstance(policy, ConfigBook) else ConfigBook(write_default=policy or WritePolicy())
+    way = path or WritePath.operator()
+    at = to_utc(now) if now is not None else system_clock()
     out: list[WriteDecision] = []
     last_write: dict[tuple[str, ...], tuple[int, str]] = {}  # partition -> (index, body) of this batch
     for index, raw in enumerate(items):
-        decision = _decide_one(index, raw, book, is_tombstoned, screen, mask_pii)
+        decision = _decide_one(index, raw, book, way, at, is_tombstoned, screen, mask_pii)
         if decision.action is WriteAction.WRITE and decision.candidate is not None:
             cand = decision.candidate
             part, text = _partition_of(cand), cand.body
@@ -125,9 +158,9 @@ def decide_writes(
             else:
                 last_write[part] = (index, text)
         update: dict[str, Any] = {"dry_run": dry_run} if dry_run else {}
-        if now is not None and decision.action is WriteAction.WRITE and decision.candidate is not None:
+        if build and decision.action is WriteAction.WRITE and decision.candidate is not None:
             cand = decision.candidate
-            record = build_record(cand, policy=book.write_for(cand.memory_space_id), now=to_utc(now))
+            record = build_record(cand, policy=book.write_for(cand.memory_space_id), now=at)
             update.update(record=record, id=record.id)
         out.append(decision.model_copy(update=update) if update else decision)
     return out
@@ -146,37 +179,111 @@ def _hold_split(decision: WriteDecision, rules: Sequence[str]) -> WriteDecision:
     )
 
 
+def _as_mapping(raw: object) -> Mapping[str, Any] | None:
+    if isinstance(raw, MemoryCandidate):
+        return raw.model_dump(exclude_unset=True)
+    return raw if isinstance(raw, Mapping) else None
+
+
+def _semantic_problems(cand: MemoryCandidate, now: datetime) -> list[str]:
+    """Problems validation cannot see: self-links, the future, an inverted validity window."""
+    problems: list[str] = []
+    own = cand.id or memory_id(cand.scope, cand.title, cand.body)
+    if own in cand.supersedes:
+        problems.append("supersedes: names the memory itself")
+    if cand.superseded_by is not None and cand.superseded_by == own:
+        problems.append("superseded_by: names the memory itself")
+    horizon = now + MAX_CLOCK_SKEW
+    for name in ("created_at", "updated_at"):
+        value = getattr(cand, name)
+        if value is not None and value > horizon:
+            problems.append(f"{name}: in the future")
+    if cand.valid_from is not None and cand.valid_to is not None and cand.valid_to < cand.valid_from:
+        problems.append("valid_to: before valid_from")
+    return problems
+
+
+def _other_text(cand: MemoryCandidate) -> str:
+    """Every text field besides title and body, one per line (screened for secrets too)."""
+    parts = [str(getattr(cand, name)) for name in _OTHER_TEXT_FIELDS if getattr(cand, name)]
+    parts.extend(cand.tags)
+    parts.extend(cand.supersedes)
+    return "\n".join(parts)
+
+
 def _decide_one(
     index: int,
     raw: object,
     book: ConfigBook,
+    path: WritePath,
+    now: datetime,
     is_tombstoned: Callable[[str | None, str | None], bool] | None,
     screen: Callable[[str], Any],
     mask_pii: Callable[[str, Any], str],
 ) -> WriteDecision:
+    lowered: list[WriteReason] = []
+
     def done(
         action: WriteAction,
         reasons: Sequence[WriteReason],
         rules: Sequence[str] = (),
         cand: MemoryCandidate | None = None,
+        detail: Sequence[str] = (),
     ) -> WriteDecision:
         return WriteDecision(
-            index=index, action=action, reasons=tuple(reasons), findings=tuple(rules), candidate=cand
+            index=index,
+            action=action,
+            reasons=tuple(dict.fromkeys([*reasons, *lowered])),
+            findings=tuple(rules),
+            candidate=cand,
+            detail=tuple(detail),
         )
 
-    cand = _parse(raw)
-    if cand is None:
-        return done(WriteAction.REJECT, [WriteReason.INVALID])
+    mapping = _as_mapping(raw)
+    if mapping is None:
+        return done(
+            WriteAction.REJECT,
+            [WriteReason.INVALID],
+            detail=[f"record: not an object ({type(raw).__name__})"],
+        )
+    if any(not isinstance(k, str) for k in mapping):
+        return done(
+            WriteAction.REJECT, [WriteReason.INVALID], detail=["record: a field name is not a string"]
+        )
+    authority = apply_authority(mapping, path)
+    if authority.fields is None:
+        return done(WriteAction.REJECT, [WriteReason.SCOPE_MISMATCH], detail=authority.mismatched)
+    if authority.lowered:
+        lowered.append(WriteReason.TRUST_LOWERED)
+    bad_text = _unstorable(authority.fields)
+    if bad_text:
+        return done(
+            WriteAction.REJECT,
+            [WriteReason.INVALID],
+            ["nul_or_lone_surrogate"],
+            detail=[f"{bad_text}: holds a NUL or a lone surrogate"],
+        )
+    parsed = parse_candidate(authority.fields)
+    if not isinstance(parsed, MemoryCandidate):
+        return done(WriteAction.REJECT, [WriteReason.INVALID], detail=parsed)
+    cand = parsed
     pol = book.write_for(cand.memory_space_id)
     if len(cand.title) + len(cand.body) > pol.max_chars:
-        return done(WriteAction.REJECT, [WriteReason.TOO_LARGE])
-    if _unstorable(cand):
-        return done(WriteAction.REJECT, [WriteReason.INVALID], ["nul_or_lone_surrogate"])
+        return done(
+            WriteAction.REJECT,
+            [WriteReason.TOO_LARGE],
+            detail=[f"body: longer than {pol.max_chars} characters"],
+        )
+    problems = _semantic_problems(cand, now)
+    if problems:
+        return done(WriteAction.REJECT, [WriteReason.INVALID], detail=problems)
     title_report = screen(cand.title) if cand.title else None
     body_report = screen(cand.body)
+    other = _other_text(cand)
+    other_report = screen(other) if other else None
     reports = [r for r in (title_report, body_report) if r is not None]
-    rules = sorted({f.rule for r in reports for f in r.findings})
-    if any(r.has_secret for r in reports):
+    rules = sorted({f.rule for r in (*reports, other_report) if r is not None for f in r.findings})
+    if any(r.has_secret for r in reports) or (other_report is not None and other_report.has_secret):
         return done(WriteAction.REJECT, [WriteReason.SECRET], rules)
     reasons: list[WriteReason] = []
     if any(r.has_injection for r in reports):
@@ -211,21 +318,46 @@ def _decide_one(
     return done(WriteAction.WRITE, reasons, rules, cand)
 
 
-def build_record(cand: MemoryCandidate, *, policy: WritePolicy, now: datetime) -> MemoryRecord:
-    """The long-term record a ``write`` decision stores: deterministic id, tier, expiry (W7, L3).
+def initial_tier(cand: MemoryCandidate, policy: WritePolicy, *, honour_tier: bool = False) -> Tier:
+    """The tier a new memory starts in (W7, seed 004).
 
-    New memories start ``tentative`` unless the origin is trusted to set its tier; a candidate
-    with enough confirmations starts ``confirmed``.
+    What a person stated or approved is recallable at once (``initial_tiers``: ``user_explicit``
+    and ``external_verified`` start ``confirmed``); what an agent inferred or summarised starts
+    ``tentative`` until evidence promotes it. An explicit ``tier`` is honoured when the origin may
+    set its tier (``trusted_tier_origins``), when it asks for less than the default, or with
+    ``honour_tier`` (a caller that restores records exactly as they were).
+    """
+    origin = cand.origin or policy.default_origin
+    default = policy.initial_tiers.get(origin, Tier.TENTATIVE)
+    tier = default
+    if cand.tier is not None and (
+        honour_tier or origin in policy.trusted_tier_origins or TIER_TRUST[cand.tier] <= TIER_TRUST[default]
+    ):
+        tier = cand.tier
+    evidence = cand.evidence_count if cand.evidence_count is not None else 1 + cand.confirmations
+    if tier is Tier.TENTATIVE and cand.tier is not Tier.TENTATIVE and evidence >= policy.promote_at:
+        tier = Tier.CONFIRMED
+    return tier
+
+
+def build_record(
+    cand: MemoryCandidate, *, policy: WritePolicy, now: datetime, honour_tier: bool = False
+) -> MemoryRecord:
+    """The long-term record a ``write`` decision stores: id, tier, times, expiry, history (W7, L1, L3).
+
+    The id is the candidate's, else deterministic (:func:`memory_id`). Imported history is kept:
+    ``created_at`` / ``updated_at`` (default: now), ``supersedes`` / ``superseded_by`` links and the
+    validity window are stored as given, so an imported superseded memory stays superseded. The
+    tier is :func:`initial_tier`; the evidence count is the imported one, else one plus the
+    confirmations.
     """
     pol = policy
     origin = cand.origin or pol.default_origin
-    tier = cand.tier if (cand.tier is not None and origin in pol.trusted_tier_origins) else Tier.TENTATIVE
-    if cand.confirmations + 1 >= pol.promote_at and tier is Tier.TENTATIVE:
-        tier = Tier.CONFIRMED
     expires = cand.expires_at
     if expires is None and pol.retention_days is not None:
         expires = now + timedelta(days=pol.retention_days)
     mid = cand.id or memory_id(cand.scope, cand.title, cand.body)
+    evidence = cand.evidence_count if cand.evidence_count is not None else 1 + cand.confirmations
     return MemoryRecord(
         id=mid,
         title=cand.title,
@@ -236,20 +368,23 @@ def build_record(cand: MemoryCandidate, *, policy: WritePolicy, now: datetime) -
         route_id=cand.route_id,
         visibility=cand.visibility,
         status=cand.status,
-        tier=tier,
+        tier=initial_tier(cand, pol, honour_tier=honour_tier),
         source=cand.source,
         origin=origin,
         tags=cand.tags,
-        created_at=now,
-        updated_at=cand.updated_at or now,
+        created_at=cand.created_at or now,
+        updated_at=cand.updated_at or cand.created_at or now,
         valid_from=cand.valid_from,
         valid_to=cand.valid_to,
         supersedes=cand.supersedes,
+        superseded_by=cand.superseded_by,
+        deleted_at=cand.deleted_at,
         expires_at=expires,
-        sensitivity="low",
-        evidence_count=1 + cand.confirmations,
+        sensitivity=cand.sensitivity or "low",
+        confidence=cand.confidence,
+        evidence_count=max(1, evidence),
         source_record_id=cand.source_record_id,
-        verification_status="cited" if cand.cited else "uncited",
+        verification_status=cand.verification_status or ("cited" if cand.cited else "uncited"),
         entity=cand.entity,
         attribute=cand.attribute,
     )

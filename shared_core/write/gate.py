@@ -1,136 +1,238 @@
 """The write gate: nothing enters long-term memory without passing it (W1-W8, L1-L3).
 
-Every write goes through :meth:`WriteGate.submit`, the store's only write path (W1). For each
-candidate, in this order, before anything is embedded or indexed:
+Every write goes through :meth:`WriteGate.submit`, the only write path of every target (W1). For
+each candidate, in this order, before anything is embedded or indexed:
 
-1. **size and shape** — invalid fields or a body over ``max_chars``: ``reject``.
-2. **tombstones** — a deleted source or memory id never comes back (L2): ``reject``.
-3. **screens** (W4, W5) — a credential: ``reject`` (never stored, never embedded, not even held);
-   injection or hidden text: ``quarantine`` (or ``reject`` by policy); PII: ``mask`` (or ``reject``
-   or ``allow``) by policy.
-4. **trust** (W3) — origin × grounding (cited or not) × confirmations: ``write``, ``quarantine`` or
-   ``reject``, from the policy table (configuration, not prompt text, W8).
-5. **dedup and update** (W2) — the same normalised text or a scoped neighbour above
-   ``dedup_threshold``: no new memory, the existing one gains evidence (and is promoted to
-   ``confirmed`` at ``promote_at`` confirmations, W7); the same ``entity`` + ``attribute`` as an
-   active memory: the new memory **supersedes** it (L1).
-6. **commit** — new memories start ``tentative`` (W7) unless the policy trusts an explicit tier;
-   records and vectors go to Chroma and BM25 together.
+1. **authority** — owner and trust from the write path (:mod:`.authority`): a record claiming
+   another owner is ``scope_mismatch``; trust claims above the path's are lowered.
+2. **contract** — invalid fields, a body over ``max_chars``, self-links, timestamps in the future:
+   ``reject`` with ``detail`` naming the field (never the value).
+3. **screens** (W4, W5) — a credential in any field: ``reject`` (never stored, never embedded, not
+   even held); injection or hidden text: ``quarantine`` (or ``reject`` by policy); PII: ``mask``
+   (or ``reject`` or ``allow``) by policy.
+4. **tombstones** — a forgotten source never comes back (L2, :mod:`.ledger`): ``reject``.
+5. **trust** (W3) — origin × grounding × confirmations: ``write``, ``quarantine`` or ``reject``.
+6. **ids, dedup and supersede** (W2, L1) — an id owned by someone else: ``not_owner``. The same
+   id from its owner: an idempotent re-write (same text) or an update in place. A scoped
+   neighbour above ``dedup_threshold``: if the two assert the same facts, the existing memory
+   gains evidence (promoted to ``confirmed`` at ``promote_at``, W7) — unless another writer owns
+   it, whose evidence and tier a merge never raises; if a number, date, name or negation differs,
+   the new memory **supersedes** the old one (``changed_fact``), never a merge. The same
+   ``entity`` + ``attribute``, or an explicit ``supersedes``, supersedes the current version of
+   the caller's own memory (a link to an already superseded one is re-based onto its successor).
+7. **commit** — records and vectors go to the target's indexes together.
 
-Each call returns one :class:`WriteDecision` per candidate and emits one audit record (ids,
-actions and reasons; never text). ``dry_run=True`` decides without changing anything.
+Each call returns one :class:`WriteDecision` per candidate and emits one audit record with the
+writer's scope (ids, actions and reasons; never text). ``dry_run=True`` decides without changing
+anything.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..audit import AuditSink, emit
 from ..config import ConfigBook, WritePolicy
+from ..errors import InputError, StoreError
 from ..model import MemoryRecord, Tier, bucket_of
+from ..text import normalize
 from ..timeutil import Clock, system_clock, to_utc
 from .audit import write_audit_record, write_failure_record
+from .authority import WritePath
 from .candidate import MemoryCandidate, WriteAction, WriteDecision, WriteReason, memory_id
 from .decide import SPLIT_WINDOW, build_record, decide_writes
+from .facts import changed_fact
+from .ledger import HeldCandidate, Ledger
+from .target import PartitionKey, WriteTarget, owner_of, partition_key
 
-if TYPE_CHECKING:
-    from ..store import MemoryStore
+__all__ = ["SKIPPABLE", "WriteGate"]
 
-__all__ = ["WriteGate"]
+SKIPPABLE = frozenset({"screens", "dedup", "supersede"})
+"""Steps a bulk import may explicitly opt out of (never authority, contract, tombstones, trust or ids):
+``screens`` (secret/PII/injection), ``dedup`` (the neighbour search), ``supersede`` (the implicit
+supersede by ``entity`` + ``attribute``; explicit ``supersedes`` links always apply)."""
+
+_MAX_CHAIN = 1000
+
+
+@dataclass
+class _Batch:
+    """What one commit writes: records and vectors by id, plus what was seen earlier in the batch."""
+
+    upserts: dict[str, MemoryRecord] = field(default_factory=dict)
+    vectors: dict[str, NDArray[np.float32]] = field(default_factory=dict)
+    by_text: dict[str, str] = field(default_factory=dict)  # normalised-text id -> id written
+    by_attr: dict[tuple[str, ...], MemoryRecord] = field(default_factory=dict)
+    links: list[tuple[str, str, str]] = field(default_factory=list)  # (source, space, id)
 
 
 class WriteGate:
-    """The write side of recall-gate, bound to one :class:`~shared_core.store.MemoryStore`."""
+    """The write side of recall-gate, in front of one :class:`~.target.WriteTarget` and its ledger.
+
+    Args:
+        target: where memories live (the store's backend, or an adapter's foreign store).
+        ledger: quarantine, tombstones, lineage and journal (:mod:`.ledger`).
+        policy: the write policy, or a :class:`~shared_core.config.ConfigBook` with per-space ones.
+        sinks: audit sinks for write records.
+        clock: injected clock.
+        read_only: refuse every state change with :class:`~shared_core.errors.StoreError`.
+    """
 
     def __init__(
         self,
-        store: MemoryStore,
+        target: WriteTarget,
+        ledger: Ledger,
         *,
         policy: WritePolicy | ConfigBook | None = None,
         sinks: Sequence[AuditSink] = (),
         clock: Clock = system_clock,
+        read_only: bool = False,
     ) -> None:
-        self.store = store
-        if isinstance(policy, ConfigBook):
-            self.book = policy
-        else:
-            self.book = ConfigBook(write_default=policy or WritePolicy())
+        self.target = target
+        self.ledger = ledger
+        self.book = (
+            policy if isinstance(policy, ConfigBook) else ConfigBook(write_default=policy or WritePolicy())
+        )
         self.sinks = tuple(sinks)
         self.clock = clock
-        self._lock = threading.RLock()
-        self._last_body: dict[tuple[str, str, str], str] = {}  # partition -> end of the last body written
+        self.read_only = read_only
+        self.lock = threading.RLock()
+        """Serialises every decide-and-commit (and the lifecycle operations) of this gate."""
+        self._last_body: dict[PartitionKey, str] = {}
+
+    # -- policy ---------------------------------------------------------------------------------
+
+    def policy_for(self, memory_space_id: str) -> WritePolicy:
+        """The write policy of a memory space."""
+        return self.book.write_for(memory_space_id)
+
+    def now(self) -> datetime:
+        """The gate's clock, aware UTC."""
+        return to_utc(self.clock())
+
+    def check_writable(self) -> None:
+        """Raise :class:`StoreError` if this gate is read-only (every state change calls this first)."""
+        if self.read_only:
+            raise StoreError("the store is open read-only")
+
+    def is_tombstoned(self, source_record_id: str | None, mid: str | None) -> bool:
+        """The tombstone rule of :mod:`.ledger`: a forgotten source, or a deleted id with no source."""
+        if source_record_id:
+            return self.ledger.is_tombstoned(source_record_id, None) or False
+        return bool(mid) and self.ledger.is_tombstoned(None, mid)
 
     # -- the pipeline ---------------------------------------------------------------------------
 
     def submit(
-        self, items: Iterable[MemoryCandidate | Mapping[str, Any]], *, dry_run: bool = False
+        self,
+        items: Iterable[MemoryCandidate | Mapping[str, Any]],
+        *,
+        path: WritePath | None = None,
+        dry_run: bool = False,
+        vectors: NDArray[np.float32] | None = None,
+        skip: Collection[str] = (),
     ) -> list[WriteDecision]:
         """Decide and (unless ``dry_run``) apply each candidate; one decision per item, in order.
 
-        If the store fails half-way (Chroma unreachable, disk full), the error is raised after an
-        audit record says so (``extra.error``, with the ids that were being written); each memory
-        is then fully present or fully absent, and the call can be retried (writes are idempotent).
+        Args:
+            items: records as mappings of :class:`MemoryCandidate` fields (or candidates).
+            path: the authority of this way in (default :meth:`WritePath.operator`).
+            dry_run: decide only (R10).
+            vectors: precomputed unit embeddings, one row per item (bulk imports).
+            skip: steps the caller explicitly opts out of (:data:`SKIPPABLE`; bulk imports of
+                evaluation corpora or restored data); the audit record says so.
+
+        Raises:
+            InputError: on an unknown step in ``skip`` or vectors of the wrong shape.
+
+        If the target fails half-way (Chroma unreachable, disk full), the error is raised after an
+        audit record says so (``extra.error``, with the ids being written); each memory is then
+        fully present or fully absent, and the call can be retried (writes are idempotent).
         """
-        now = to_utc(self.clock())
+        if not dry_run:
+            self.check_writable()
+        unknown = set(skip) - SKIPPABLE
+        if unknown:
+            raise InputError(f"skip may name {sorted(SKIPPABLE)}, not {sorted(unknown)}")
+        items = list(items)
+        if vectors is not None:
+            vectors = np.asarray(vectors, dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[0] != len(items):
+                raise InputError(
+                    f"vectors must have one row per item ({len(items)}), not shape {vectors.shape}"
+                )
+        way = path or WritePath.operator()
+        now = self.now()
         attempted: list[str] = []
         try:
-            return self._submit(items, now, attempted, dry_run=dry_run)
+            with self.lock:
+                decisions = self._submit(
+                    items, now, attempted, way, dry_run=dry_run, vectors=vectors, skip=set(skip)
+                )
         except Exception as exc:
             emit(
-                write_failure_record(attempted, exc, now=now, config_hash=self.book.config_hash()), self.sinks
+                write_failure_record(attempted, exc, now=now, config_hash=self.book.config_hash(), path=way),
+                self.sinks,
             )
             raise
+        self.audit(decisions, now, dry_run=dry_run, path=way, skipped=sorted(skip))
+        return decisions
 
     def _submit(
         self,
         items: Iterable[MemoryCandidate | Mapping[str, Any]],
         now: datetime,
         attempted: list[str],
+        path: WritePath,
         *,
         dry_run: bool,
+        vectors: NDArray[np.float32] | None,
+        skip: set[str],
     ) -> list[WriteDecision]:
-        with self._lock:
-            decided = decide_writes(
-                items,
-                policy=self.book,
-                is_tombstoned=self.store.tombstoned,
-                dry_run=dry_run,
-                previous=self._previous_text,
+        decided = decide_writes(
+            items,
+            policy=self.book,
+            path=path,
+            is_tombstoned=self.is_tombstoned,
+            dry_run=dry_run,
+            now=now,
+            previous=self._previous_text,
+            screens="screens" not in skip,
+        )
+        to_write = [
+            (
+                d,
+                build_record(d.candidate, policy=self.policy_for(d.candidate.memory_space_id), now=now),
             )
-            to_write = [
-                (d.index, self._record(d.candidate, now), list(d.reasons), list(d.findings))
-                for d in decided
-                if d.action is WriteAction.WRITE and d.candidate is not None
-            ]
-            to_hold = [d for d in decided if d.action is WriteAction.QUARANTINE and d.candidate is not None]
-            attempted.extend([*(rec.id for _, rec, _, _ in to_write), *(f"#{d.index}" for d in to_hold)])
-            out: dict[int, WriteDecision] = {d.index: d for d in decided}
-            for d in self._dedup_and_commit(to_write, now, dry_run=dry_run):
-                out[d.index] = d
-            held = [d.candidate for d in to_hold if d.candidate is not None]
-            held_ids = self.store._quarantine_put(
-                held,
-                now=now,
-                ttl_days=[self.policy_for(c.memory_space_id).quarantine_ttl_days for c in held],
-                reasons=[d.reasons for d in to_hold],
-                dry_run=dry_run,
-            )
-            for d, qid in zip(to_hold, held_ids, strict=True):
-                out[d.index] = d.model_copy(update={"id": qid})
-        decisions = [out[i] for i in sorted(out)]
-        self._audit(decisions, now, dry_run=dry_run)
-        return decisions
+            for d in decided
+            if d.action is WriteAction.WRITE and d.candidate is not None
+        ]
+        to_hold = [d for d in decided if d.action is WriteAction.QUARANTINE and d.candidate is not None]
+        attempted.extend([*(rec.id for _, rec in to_write), *(f"#{d.index}" for d in to_hold)])
+        out: dict[int, WriteDecision] = {d.index: d for d in decided}
+        given = None if vectors is None else vectors[[d.index for d, _ in to_write]]
+        for d in self.commit_records(
+            to_write,
+            now,
+            dry_run=dry_run,
+            vectors=given,
+            dedup="dedup" not in skip,
+            supersede="supersede" not in skip,
+        ):
+            out[d.index] = d
+        for d, qid in zip(to_hold, self._hold(to_hold, now, path, dry_run=dry_run), strict=True):
+            out[d.index] = d.model_copy(update={"id": qid})
+        return [out[i] for i in sorted(out)]
 
     def _previous_text(self, cand: MemoryCandidate) -> str | None:
-        """Body of the memory written just before in the candidate's partition (split injections).
-
-        The last one this gate wrote, else the partition's newest by creation time.
-        """
+        """Body of the memory written just before in the candidate's partition (split injections)."""
         key = (
             cand.memory_space_id,
             cand.route_id or "",
@@ -138,155 +240,366 @@ class WriteGate:
         )
         if key in self._last_body:
             return self._last_body[key]
-        newest = max(
-            self.store._partition(key).records(),
-            key=lambda r: (r.created_at or r.updated_at, r.id),
-            default=None,
-        )
-        return newest.body if newest is not None else None
+        return self.target.latest_body(key)
 
-    @property
-    def policy(self) -> WritePolicy:
-        """The default write policy (per-space overrides: :meth:`policy_for`)."""
-        return self.book.write_default
+    def _hold(
+        self, decisions: Sequence[WriteDecision], now: datetime, path: WritePath, *, dry_run: bool
+    ) -> list[str]:
+        entries = []
+        for d in decisions:
+            cand = d.candidate
+            if cand is None:  # pragma: no cover - filtered by the caller
+                continue
+            ttl = self.policy_for(cand.memory_space_id).quarantine_ttl_days
+            entries.append(
+                HeldCandidate(
+                    id="q_" + memory_id(cand.scope, cand.title, cand.body)[4:],
+                    candidate=cand,
+                    reasons=tuple(r.value for r in d.reasons),
+                    findings=tuple(d.findings),
+                    held_at=now,
+                    expires_at=now + timedelta(days=ttl),
+                    path=path.name,
+                )
+            )
+        if entries and not dry_run:
+            self.ledger.hold(entries)
+        return [e.id for e in entries]
 
-    def policy_for(self, memory_space_id: str) -> WritePolicy:
-        """The write policy of a memory space."""
-        return self.book.write_for(memory_space_id)
+    # -- dedup, supersede, commit ---------------------------------------------------------------
 
-    def _record(self, cand: MemoryCandidate, now: datetime) -> MemoryRecord:
-        return build_record(cand, policy=self.policy_for(cand.memory_space_id), now=now)
-
-    def _dedup_and_commit(
+    def commit_records(
         self,
-        items: list[tuple[int, MemoryRecord, list[WriteReason], list[str]]],
+        items: Sequence[tuple[WriteDecision, MemoryRecord]],
         now: datetime,
         *,
         dry_run: bool,
+        vectors: NDArray[np.float32] | None = None,
+        dedup: bool = True,
+        supersede: bool = True,
     ) -> list[WriteDecision]:
+        """Ids, dedup and supersede for records that passed the decision, then one commit (step 6-7).
+
+        Call with :attr:`lock` held (``submit`` and ``approve`` do). ``vectors`` (one row per
+        item) are used instead of embedding; ``dedup=False`` skips the neighbour search.
+        """
         if not items:
             return []
-        records = [r for _, r, _, _ in items]
-        vectors = self.store.embed_records(records)
-        decisions: list[WriteDecision] = []
-        upserts: dict[str, MemoryRecord] = {}
-        upsert_vecs: dict[str, np.ndarray] = {}
-        batch_seen: dict[str, str] = {}  # normalised-text hash -> id written in this batch
-        batch_attr: dict[tuple[str, ...], MemoryRecord] = {}  # entity/attribute -> record of this batch
-        # The id already stored in another partition: the owner's other visibility (one memory, not
-        # two), or, for an explicit id, someone else's memory (never overwritten, R1).
-        elsewhere = self.store._stored_elsewhere(records)
-        for (index, rec, reasons, rules), vec in zip(items, vectors, strict=True):
-            other = elsewhere.get(rec.id)
-            if other is not None and _owner(other) != _owner(rec):
-                decisions.append(
-                    WriteDecision(
-                        index=index,
-                        action=WriteAction.REJECT,
-                        reasons=(*reasons, WriteReason.INVALID),
-                        findings=(*rules, "id_in_use"),
-                        dry_run=dry_run,
-                    )
-                )
-                continue
-            text_key = memory_id(rec.scope, rec.title, rec.body)
-            # What this memory replaces is never its duplicate: a correction worded close to the
-            # memory it corrects must supersede it, not merge into it (L1 before W2).
-            older: MemoryRecord | None = None
-            attr_key: tuple[str, ...] = ()
-            if rec.entity and rec.attribute:
-                attr_key = (*self.store._key(rec), rec.entity, rec.attribute)
-                older = batch_attr.get(attr_key) or self.store.find_same_attribute(rec)
-            replaced = {*rec.supersedes, *((older.id,) if older is not None else ())} - {rec.id}
-            existing = (
-                upserts.get(batch_seen.get(text_key, ""))
-                or upserts.get(other.id if other is not None else "")
-                or other
-                or self.store.find_duplicate(
-                    rec, vec, self.policy_for(rec.memory_space_id).dedup_threshold, exclude=replaced
-                )
+        records = [rec for _, rec in items]
+        if vectors is None:
+            vectors = self.target.embed_records(records)
+        batch = _Batch()
+        stored = self._stored(records)
+        decisions = [
+            self._place(
+                d,
+                rec,
+                vec,
+                stored.get((rec.memory_space_id, rec.id)),
+                batch,
+                now,
+                dry_run=dry_run,
+                dedup=dedup,
+                supersede=supersede,
             )
-            if existing is not None:
-                merged = self._merge(existing, now)
-                upserts[merged.id] = merged
-                if merged.id not in upsert_vecs:
-                    upsert_vecs[merged.id] = self.store.vector_of(merged)
-                extra = [WriteReason.DUPLICATE] + (
-                    [WriteReason.PROMOTED] if merged.tier != existing.tier else []
-                )
-                decisions.append(
-                    WriteDecision(
-                        index=index,
-                        action=WriteAction.MERGE,
-                        id=merged.id,
-                        existing_id=existing.id,
-                        reasons=(*reasons, *extra),
-                        findings=tuple(rules),
-                        dry_run=dry_run,
-                    )
-                )
-                continue
-            action = WriteAction.WRITE
-            for old_id in rec.supersedes:
-                old = upserts.get(old_id) or self.store.find(rec.memory_space_id, old_id)
-                # Only a memory of the same partition (owner, route) can be superseded: nobody
-                # retires someone else's memory by naming its id.
-                if old is not None and old.id != rec.id and self.store._key(old) == self.store._key(rec):
-                    upserts[old.id] = old.model_copy(
-                        update={"superseded_by": rec.id, "valid_to": now, "updated_at": now}
-                    )
-                    if old.id not in upsert_vecs:
-                        upsert_vecs[old.id] = self.store.vector_of(old)
-                    action = WriteAction.UPDATE
-            if older is not None and older.id != rec.id:
-                rec = rec.model_copy(update={"supersedes": tuple(dict.fromkeys((*rec.supersedes, older.id)))})
-                upserts[older.id] = older.model_copy(
-                    update={"superseded_by": rec.id, "valid_to": now, "updated_at": now}
-                )
-                if older.id not in upsert_vecs:
-                    upsert_vecs[older.id] = self.store.vector_of(older)
-                reasons = [*reasons, WriteReason.SUPERSEDES]
-                action = WriteAction.UPDATE
-            upserts[rec.id] = rec
-            upsert_vecs[rec.id] = vec
-            batch_seen[text_key] = rec.id
-            if attr_key:
-                batch_attr[attr_key] = rec
-            decisions.append(
-                WriteDecision(
-                    index=index,
-                    action=action,
-                    id=rec.id,
-                    existing_id=older.id if older else None,
-                    reasons=tuple(reasons),
-                    findings=tuple(rules),
-                    dry_run=dry_run,
-                )
+            for (d, rec), vec in zip(items, vectors, strict=True)
+        ]
+        if not dry_run and batch.upserts:
+            ids = list(batch.upserts)
+            self.target.commit(
+                [batch.upserts[i] for i in ids], np.stack([batch.vectors[i] for i in ids]).astype(np.float32)
             )
-        if not dry_run and upserts:
-            ids = list(upserts)
-            self.store._commit(
-                [upserts[i] for i in ids], np.stack([upsert_vecs[i] for i in ids]).astype(np.float32)
-            )
+            for source, space, mid in batch.links:
+                self.ledger.link(source, space, mid)
             for d in decisions:
-                if d.stored and d.id in upserts:
-                    rec = upserts[d.id]
-                    self._last_body[self.store._key(rec)] = rec.body[-SPLIT_WINDOW:]
+                if d.stored and d.id in batch.upserts:
+                    rec = batch.upserts[d.id]
+                    self._last_body[partition_key(rec)] = rec.body[-SPLIT_WINDOW:]
         return decisions
 
-    def _merge(self, existing: MemoryRecord, now: datetime) -> MemoryRecord:
+    def _stored(self, records: Sequence[MemoryRecord]) -> dict[tuple[str, str], MemoryRecord]:
+        by_space: dict[str, list[str]] = {}
+        for rec in records:
+            by_space.setdefault(rec.memory_space_id, []).append(rec.id)
+        out: dict[tuple[str, str], MemoryRecord] = {}
+        for space, ids in by_space.items():
+            for found in self.target.get(list(dict.fromkeys(ids)), memory_space_id=space):
+                out[(space, found.id)] = found
+        return out
+
+    def _vector(self, batch: _Batch, record: MemoryRecord) -> None:
+        if record.id not in batch.vectors:
+            batch.vectors[record.id] = self.target.vector_of(record)
+
+    def _current(self, batch: _Batch, record: MemoryRecord) -> MemoryRecord:
+        """The version of a memory this batch sees (its own pending update, else the stored one)."""
+        return batch.upserts.get(record.id, record)
+
+    def _place(
+        self,
+        d: WriteDecision,
+        rec: MemoryRecord,
+        vec: NDArray[np.float32],
+        same_id: MemoryRecord | None,
+        batch: _Batch,
+        now: datetime,
+        *,
+        dry_run: bool,
+        dedup: bool,
+        supersede: bool,
+    ) -> WriteDecision:
+        reasons = list(d.reasons)
+        rules = list(d.findings)
+
+        def decided(
+            action: WriteAction,
+            mid: str | None,
+            *extra: WriteReason,
+            existing: str | None = None,
+            detail: Sequence[str] = (),
+        ) -> WriteDecision:
+            return d.model_copy(
+                update={
+                    "action": action,
+                    "id": mid,
+                    "reasons": tuple(dict.fromkeys([*reasons, *extra])),
+                    "findings": tuple(rules),
+                    "existing_id": existing,
+                    "detail": (*d.detail, *detail),
+                    "dry_run": dry_run,
+                    "record": rec if action in (WriteAction.WRITE, WriteAction.UPDATE) else None,
+                }
+            )
+
+        same_id = batch.upserts.get(rec.id) or same_id
+        if same_id is not None:
+            if owner_of(same_id) != owner_of(rec):
+                return decided(
+                    WriteAction.REJECT, None, WriteReason.NOT_OWNER, detail=["id: not the caller's memory"]
+                )
+            if normalize(same_id.title) == normalize(rec.title) and normalize(same_id.body) == normalize(
+                rec.body
+            ):
+                derived = memory_id(rec.scope, rec.title, rec.body) == rec.id
+                if derived and (
+                    rec.source_record_id is None or rec.source_record_id != same_id.source_record_id
+                ):
+                    # The same words said again (not a re-import of the same source): evidence (W7).
+                    merged = self._merged(same_id, now)
+                    batch.upserts[merged.id] = merged
+                    self._vector(batch, merged)
+                    if rec.source_record_id and same_id.source_record_id != rec.source_record_id:
+                        batch.links.append((rec.source_record_id, rec.memory_space_id, rec.id))
+                    extra = [WriteReason.PROMOTED] if merged.tier != same_id.tier else []
+                    return decided(
+                        WriteAction.MERGE, merged.id, WriteReason.DUPLICATE, *extra, existing=same_id.id
+                    )
+                # An explicit id or the same source written again: idempotent, nothing changes.
+                return decided(WriteAction.MERGE, same_id.id, WriteReason.DUPLICATE, existing=same_id.id)
+            # The owner re-writes its memory under the same id with new words: an update in place.
+            rec = rec.model_copy(update={"created_at": same_id.created_at or rec.created_at})
+            batch.upserts[rec.id] = rec
+            batch.vectors[rec.id] = vec
+            return decided(WriteAction.UPDATE, rec.id, WriteReason.CHANGED_FACT, existing=same_id.id)
+
+        # What this memory replaces: explicit links and the same entity + attribute (L1).
+        replaced: list[MemoryRecord] = []
+        rebased = False
+        for old_id in rec.supersedes:
+            found = batch.upserts.get(old_id)
+            if found is None:
+                got = self.target.get([old_id], memory_space_id=rec.memory_space_id)
+                found = got[0] if got else None
+            if found is None:
+                continue  # a link to a memory not (yet) here is kept as it is (imported history)
+            head = self._head(batch, found)
+            if head is None:
+                return decided(
+                    WriteAction.REJECT,
+                    None,
+                    WriteReason.INVALID,
+                    detail=["supersedes: the chain does not end"],
+                )
+            if owner_of(head) != owner_of(rec) or partition_key(head) != partition_key(rec):
+                return decided(
+                    WriteAction.REJECT,
+                    None,
+                    WriteReason.NOT_OWNER,
+                    detail=["supersedes: not the caller's memory"],
+                )
+            rebased = rebased or head.id != found.id
+            if head.id != rec.id:
+                replaced.append(head)
+        attr_key: tuple[str, ...] = ()
+        if supersede and rec.entity and rec.attribute:
+            attr_key = (*partition_key(rec), rec.entity, rec.attribute)
+            prior = batch.by_attr.get(attr_key)
+            same_attr = [prior] if prior is not None else self.target.same_attribute(rec)
+            for older in same_attr:
+                current = self._current(batch, older)
+                if (
+                    current.superseded_by is None
+                    and current.id != rec.id
+                    and owner_of(current) == owner_of(rec)
+                ):
+                    replaced.append(current)
+        replaced_ids = {r.id for r in replaced}
+
+        if dedup and not replaced and rec.superseded_by is None:
+            text_id = memory_id(rec.scope, rec.title, rec.body)
+            earlier = batch.upserts.get(batch.by_text.get(text_id, ""))
+            if earlier is not None and not changed_fact(earlier.body, rec.body):
+                return decided(WriteAction.MERGE, earlier.id, WriteReason.DUPLICATE, existing=earlier.id)
+            threshold = self.policy_for(rec.memory_space_id).dedup_threshold
+            for near, _sim in self.target.neighbours(rec, vec, threshold=threshold, limit=5):
+                near = self._current(batch, near)
+                if near.superseded_by is not None or near.id in replaced_ids or near.id == rec.id:
+                    continue
+                if changed_fact(f"{near.title}\n{near.body}", f"{rec.title}\n{rec.body}"):
+                    if owner_of(near) == owner_of(rec) and near.updated_at <= rec.updated_at:
+                        replaced.append(near)
+                        reasons.append(WriteReason.CHANGED_FACT)
+                    else:
+                        reasons.append(WriteReason.CHANGED_FACT)  # a new memory beside it
+                    break
+                if owner_of(near) != owner_of(rec):
+                    # Another writer's shared memory: never raise its evidence or tier (R2, W3).
+                    return decided(WriteAction.MERGE, near.id, WriteReason.DUPLICATE, existing=near.id)
+                merged = self._merged(near, now)
+                batch.upserts[merged.id] = merged
+                self._vector(batch, merged)
+                if rec.source_record_id and rec.source_record_id != near.source_record_id:
+                    batch.links.append((rec.source_record_id, near.memory_space_id, near.id))
+                extra = [WriteReason.PROMOTED] if merged.tier != near.tier else []
+                return decided(WriteAction.MERGE, merged.id, WriteReason.DUPLICATE, *extra, existing=near.id)
+
+        action = WriteAction.WRITE
+        if replaced:
+            rec = rec.model_copy(
+                update={"supersedes": tuple(dict.fromkeys((*rec.supersedes, *(r.id for r in replaced))))}
+            )
+            ended = min(rec.valid_from or rec.updated_at, now)
+            for old in replaced:
+                if old.superseded_by == rec.id:
+                    continue  # imported history already links the two
+                valid_to = min(old.valid_to, ended) if old.valid_to is not None else ended
+                batch.upserts[old.id] = old.model_copy(
+                    update={"superseded_by": rec.id, "valid_to": valid_to, "updated_at": now}
+                )
+                self._vector(batch, old)
+            action = WriteAction.UPDATE
+            reasons.append(WriteReason.SUPERSEDES)
+            if rebased:
+                reasons.append(WriteReason.REBASED)
+        batch.upserts[rec.id] = rec
+        batch.vectors[rec.id] = vec
+        batch.by_text[memory_id(rec.scope, rec.title, rec.body)] = rec.id
+        if attr_key:
+            batch.by_attr[attr_key] = rec
+        return decided(action, rec.id, existing=replaced[0].id if replaced else None)
+
+    def _head(self, batch: _Batch, record: MemoryRecord) -> MemoryRecord | None:
+        """The current version at the end of a memory's correction chain (``None``: a cycle)."""
+        current = self._current(batch, record)
+        seen = {current.id}
+        while current.superseded_by is not None:
+            nxt = batch.upserts.get(current.superseded_by)
+            if nxt is None:
+                got = self.target.get([current.superseded_by], memory_space_id=current.memory_space_id)
+                nxt = got[0] if got else None
+            if nxt is None:
+                return current  # the successor is gone: this one is the newest left
+            if nxt.id in seen or len(seen) > _MAX_CHAIN:
+                return None
+            seen.add(nxt.id)
+            current = self._current(batch, nxt)
+        return current
+
+    def _merged(self, existing: MemoryRecord, now: datetime) -> MemoryRecord:
         evidence = existing.evidence_count + 1
         tier = existing.tier
         if tier is Tier.TENTATIVE and evidence >= self.policy_for(existing.memory_space_id).promote_at:
             tier = Tier.CONFIRMED
         return existing.model_copy(update={"evidence_count": evidence, "tier": tier, "updated_at": now})
 
-    def _audit(self, decisions: Sequence[WriteDecision], now: datetime, *, dry_run: bool) -> None:
-        emit(
-            write_audit_record(decisions, now=now, config_hash=self.book.config_hash(), dry_run=dry_run),
-            self.sinks,
+    # -- quarantine review (W6) -----------------------------------------------------------------
+
+    def quarantine_list(
+        self, *, memory_space_id: str | None = None, text: bool = True
+    ) -> list[dict[str, Any]]:
+        """Held candidates for a reviewer: id, owner, space, reasons, findings, times, and the text."""
+        return [h.summary(text=text) for h in self.ledger.held(memory_space_id=memory_space_id)]
+
+    def approve(self, qid: str, *, reviewer: str = "operator") -> WriteDecision:
+        """Approve a held candidate: it is written as a confirmed, cited memory (W6).
+
+        It goes through ids, dedup and commit again; its screens ran when it was held, and a
+        reviewer vouched for it. A candidate whose source record or id was forgotten since is
+        refused (``tombstoned``) and discarded.
+
+        Raises:
+            InputError: if there is no such held candidate, or it expired.
+        """
+        self.check_writable()
+        now = self.now()
+        with self.lock:
+            found = self.ledger.held(ids=[qid])
+            if not found:
+                raise InputError(f"no quarantined candidate {qid!r}")
+            held = found[0]
+            if held.expires_at <= now:
+                self.ledger.release([qid])
+                raise InputError(f"quarantined candidate {qid!r} expired")
+            cand = held.candidate.model_copy(
+                update={"cited": True, "verification_status": f"approved_by:{reviewer}"}
+            )
+            record = build_record(cand, policy=self.policy_for(cand.memory_space_id), now=now)
+            record = record.model_copy(update={"tier": Tier.CONFIRMED})
+            if self.is_tombstoned(cand.source_record_id, record.id):
+                self.ledger.release([qid])
+                decision = WriteDecision(
+                    index=0, action=WriteAction.REJECT, id=qid, reasons=(WriteReason.TOMBSTONED,)
+                )
+            else:
+                base = WriteDecision(index=0, action=WriteAction.WRITE, id=record.id)
+                [decision] = self.commit_records([(base, record)], now, dry_run=False)
+                self.ledger.release([qid])
+        self.audit([decision], now, dry_run=False, path=WritePath.operator(name=f"review:{reviewer}"))
+        return decision
+
+    def reject(self, qid: str) -> bool:
+        """Discard a held candidate; returns whether it existed."""
+        self.check_writable()
+        with self.lock:
+            if not self.ledger.held(ids=[qid]):
+                return False
+            self.ledger.release([qid])
+            return True
+
+    def purge_quarantine(self) -> int:
+        """Discard expired held candidates (W6); returns how many."""
+        self.check_writable()
+        with self.lock:
+            ids = self.ledger.expired_held(self.now())
+            if ids:
+                self.ledger.release(ids)
+            return len(ids)
+
+    # -- audit ----------------------------------------------------------------------------------
+
+    def audit(
+        self,
+        decisions: Sequence[WriteDecision],
+        now: datetime,
+        *,
+        dry_run: bool,
+        path: WritePath | None = None,
+        skipped: Sequence[str] = (),
+    ) -> None:
+        """Emit the write audit record of a call (ids, actions, reasons, the writer's scope)."""
+        record = write_audit_record(
+            decisions, now=now, config_hash=self.book.config_hash(), dry_run=dry_run, path=path
         )
-
-
-def _owner(record: MemoryRecord) -> tuple[str, str, str | None]:
-    return (record.user_id, record.agent_id, record.route_id)
+        if skipped:
+            record = record.model_copy(update={"extra": {**record.extra, "skipped": list(skipped)}})
+        emit(record, self.sinks)

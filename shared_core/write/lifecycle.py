@@ -1,0 +1,281 @@
+"""Lifecycle through the write gate: forget, delete, correct, history, expiry, reconcile (L1-L3, W7).
+
+The same for every target (the memory store and any vector store an adapter wraps): each function
+takes a :class:`~.gate.WriteGate` and works through its target and ledger, under its lock, so no
+write can revive what a forget deletes.
+
+**Forget is resumable** (L2). ``forget(S)``: (1) a journal entry with the ids to delete, (2)
+tombstones for ``S`` and those ids, (3) the deletes in the target, (4) the held candidates of
+``S`` discarded, (5) the journal entry ends, (6) a ``delete`` audit record with counts. A process
+killed at any step leaves the journal entry or the tombstones: :func:`resume` (called when a store
+opens) finishes every forget begun and not ended, so a forgotten source is never recallable again
+— the tombstone blocks re-ingest from step 2, and step 3 is repeated until it is done.
+
+**Ownership.** ``delete`` and ``correct`` by id touch only memories the caller's scope owns (its
+private memories, and the shared ones it wrote); any other id is refused as ``not_owner`` without
+revealing whether it exists. An operator path (no scope) may delete any id of a space.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..audit import deletion_record, emit
+from ..errors import InputError
+from ..model import MemoryRecord, Scope, Tier, check_key, coerce_scope
+from .authority import WritePath
+from .candidate import WriteDecision
+from .gate import WriteGate
+from .target import owner_of, partition_key
+
+__all__ = [
+    "correct",
+    "delete",
+    "forget",
+    "history",
+    "purge_expired",
+    "reconcile",
+    "resume",
+]
+
+_JOURNAL_FORGET = "forget:"
+
+
+def _owns(scope: Scope, record: MemoryRecord) -> bool:
+    return owner_of(record) == (scope.memory_space_id, scope.user_id, scope.agent_id, scope.route_id)
+
+
+def forget(gate: WriteGate, source_record_id: str) -> dict[str, Any]:
+    """Delete everything derived from a source record, tombstone it, audit the counts (L2).
+
+    Returns:
+        ``{"source_record_id", "memories", "quarantined", "ids"}`` (counts and ids, no text).
+
+    Raises:
+        StoreError: if the target or ledger fails (the forget is then finished by :func:`resume`
+            or by calling ``forget`` again; the tombstone already blocks re-ingest).
+    """
+    gate.check_writable()
+    try:
+        check_key(source_record_id, "source_record_id")
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    with gate.lock:
+        try:
+            return _forget(gate, source_record_id)
+        except Exception as exc:
+            failed = deletion_record(
+                at=gate.now().isoformat(), source_record_id=source_record_id, ids=[], counts={}
+            )
+            extra = {**failed.extra, "tombstoned": None, "error": type(exc).__name__}
+            emit(failed.model_copy(update={"extra": extra}), gate.sinks)
+            raise
+
+
+def _forget(
+    gate: WriteGate, source_record_id: str, *, planned: Sequence[tuple[str, str]] = ()
+) -> dict[str, Any]:
+    now = gate.now()
+    found = {*gate.target.ids_of_source(source_record_id), *gate.ledger.linked(source_record_id)}
+    deletes = sorted(found | {(s, m) for s, m in planned})
+    key = _JOURNAL_FORGET + source_record_id
+    gate.ledger.journal_begin(key, {"source_record_id": source_record_id, "ids": [list(x) for x in deletes]})
+    gate.ledger.tombstone(
+        sources=[source_record_id], memories=[m for _, m in deletes], at=now, counts=len(deletes)
+    )
+    if deletes:
+        gate.target.commit([], None, deletes)
+    held = gate.ledger.held_of_source(source_record_id)
+    if held:
+        gate.ledger.release(held)
+    gate.ledger.journal_end(key)
+    ids = sorted(m for _, m in deletes)
+    emit(
+        deletion_record(
+            at=now.isoformat(),
+            source_record_id=source_record_id,
+            ids=ids,
+            counts={"memories": len(deletes), "quarantined": len(held)},
+        ),
+        gate.sinks,
+    )
+    return {
+        "source_record_id": source_record_id,
+        "memories": len(deletes),
+        "quarantined": len(held),
+        "ids": ids,
+    }
+
+
+def resume(gate: WriteGate) -> list[str]:
+    """Finish every forget begun and not ended (after a crash); returns their source record ids."""
+    if gate.read_only:
+        return []
+    done: list[str] = []
+    with gate.lock:
+        for key, payload in gate.ledger.journal_pending():
+            if not key.startswith(_JOURNAL_FORGET):
+                continue
+            source = str(payload.get("source_record_id") or key[len(_JOURNAL_FORGET) :])
+            planned = [(str(s), str(m)) for s, m in payload.get("ids", [])]
+            _forget(gate, source, planned=planned)
+            done.append(source)
+    return done
+
+
+def delete(
+    gate: WriteGate,
+    ids: Sequence[str],
+    *,
+    memory_space_id: str,
+    scope: Scope | Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Delete memories by id, with tombstones so they cannot come back (L2).
+
+    Args:
+        gate: the write gate.
+        ids: memory ids.
+        memory_space_id: their memory space.
+        scope: the caller; only memories it owns are deleted (``None``: an operator, any id).
+
+    Returns:
+        ``{"deleted": [ids], "not_owner": [ids]}``; ``not_owner`` also lists ids that do not exist
+        (the caller cannot tell the two apart).
+    """
+    gate.check_writable()
+    caller = None if scope is None else coerce_scope(scope)
+    if caller is not None and caller.memory_space_id != memory_space_id:
+        return {"deleted": [], "not_owner": sorted(set(ids))}
+    with gate.lock:
+        found = {r.id: r for r in gate.target.get(list(dict.fromkeys(ids)), memory_space_id=memory_space_id)}
+        mine = sorted(m for m, r in found.items() if caller is None or _owns(caller, r))
+        refused = sorted(set(ids) - set(mine))
+        now = gate.now()
+        if mine:
+            gate.ledger.tombstone(memories=mine, at=now, counts=len(mine))
+            gate.target.commit([], None, [(memory_space_id, m) for m in mine])
+        emit(
+            deletion_record(
+                at=now.isoformat(), source_record_id=None, ids=mine, counts={"memories": len(mine)}
+            ),
+            gate.sinks,
+        )
+    return {"deleted": mine, "not_owner": refused}
+
+
+def correct(
+    gate: WriteGate,
+    memory_id: str,
+    *,
+    memory_space_id: str,
+    body: str,
+    title: str | None = None,
+    scope: Scope | Mapping[str, Any] | None = None,
+    **fields: Any,
+) -> WriteDecision:
+    """Correct a memory: a new memory supersedes it, through the write gate (L1).
+
+    A memory that is already superseded is corrected at the current end of its chain (the
+    decision says ``rebased``), so two corrections never fork the history.
+
+    Raises:
+        InputError: if the memory does not exist or the caller does not own it (one message).
+    """
+    caller = None if scope is None else coerce_scope(scope)
+    got = gate.target.get([memory_id], memory_space_id=memory_space_id)
+    if not got or (caller is not None and not _owns(caller, got[0])):
+        raise InputError(f"no memory {memory_id!r} of this caller in space {memory_space_id!r}")
+    old = got[0]
+    cand = {
+        "title": old.title if title is None else title,
+        "body": body,
+        "user_id": old.user_id,
+        "agent_id": old.agent_id,
+        "memory_space_id": old.memory_space_id,
+        "route_id": old.route_id,
+        "visibility": old.visibility.value,
+        "status": old.status.value,
+        "tier": old.tier.value,
+        "origin": fields.pop("origin", "user_explicit"),
+        "cited": fields.pop("cited", True),
+        "tags": old.tags,
+        "source_record_id": old.source_record_id,
+        "entity": old.entity,
+        "attribute": old.attribute,
+        "supersedes": (memory_id,),
+        **fields,
+    }
+    path = (
+        WritePath.operator(name="correct")
+        if caller is None
+        else WritePath.operator(name="correct", scope=caller)
+    )
+    return gate.submit([cand], path=path)[0]
+
+
+def history(gate: WriteGate, memory_id: str, *, memory_space_id: str) -> list[MemoryRecord]:
+    """The correction chain through a memory, oldest first (L1: history on request)."""
+    seen: dict[str, MemoryRecord] = {}
+    frontier = [memory_id]
+    while frontier and len(seen) < 1000:
+        mid = frontier.pop()
+        if mid in seen:
+            continue
+        got = gate.target.get([mid], memory_space_id=memory_space_id)
+        if not got:
+            continue
+        rec = got[0]
+        seen[mid] = rec
+        frontier.extend(rec.supersedes)
+        if rec.superseded_by:
+            frontier.append(rec.superseded_by)
+    return sorted(seen.values(), key=lambda r: (r.created_at or r.updated_at, r.id))
+
+
+def purge_expired(gate: WriteGate) -> int:
+    """Delete memories past their retention expiry (L3) and expired quarantine; returns how many."""
+    gate.check_writable()
+    with gate.lock:
+        deletes = gate.target.expired(gate.now())
+        if deletes:
+            gate.target.commit([], None, deletes)
+        return len(deletes) + gate.purge_quarantine()
+
+
+def reconcile(gate: WriteGate, memory_space_id: str) -> dict[str, int]:
+    """Batch tier reconciliation (W7): promote by evidence, demote contradicted memories.
+
+    Active memories of one partition sharing an ``entity`` + ``attribute`` contradict each other:
+    the newest keeps its tier and the others are demoted to ``tentative``.
+    """
+    gate.check_writable()
+    with gate.lock:
+        records = gate.target.records_of_space(memory_space_id)
+        changed: dict[str, MemoryRecord] = {}
+        promote_at = gate.policy_for(memory_space_id).promote_at
+        for r in records:
+            if r.tier is Tier.TENTATIVE and r.evidence_count >= promote_at:
+                changed[r.id] = r.model_copy(update={"tier": Tier.CONFIRMED})
+        groups: dict[tuple[str, ...], list[MemoryRecord]] = defaultdict(list)
+        for r in records:
+            if r.entity and r.attribute and r.superseded_by is None:
+                key = (*partition_key(r), r.entity, r.attribute)
+                groups[key].append(r)
+        demoted = 0
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            members.sort(key=lambda r: (r.updated_at, r.id))
+            for r in members[:-1]:
+                if r.tier is not Tier.TENTATIVE:
+                    changed[r.id] = changed.get(r.id, r).model_copy(update={"tier": Tier.TENTATIVE})
+                    demoted += 1
+        if changed:
+            recs = list(changed.values())
+            gate.target.commit(recs, np.stack([gate.target.vector_of(r) for r in recs]).astype(np.float32))
+        promoted = sum(1 for r in changed.values() if r.tier is Tier.CONFIRMED)
+        return {"promoted": promoted, "demoted": demoted}

@@ -185,7 +185,7 @@ def test_request_without_token_is_refused(desk: dict[str, Any], browser: Browser
     ):
         assert httpx.get(base + path).status_code == 403, path
     assert httpx.get(base + "/?token=" + "x" * 43).status_code == 403
-    assert httpx.get(base + "/", cookies={"rg_review": "made-up"}).status_code == 403
+    assert httpx.get(base + "/", cookies={desk["server"].cookie_name: "made-up"}).status_code == 403
     qid = desk["held"]["approve"]
     assert httpx.post(f"{base}/quarantine/{qid}/approve", data={"reviewer": "eve"}).status_code == 403
     ctx = browser.new_context()
@@ -200,11 +200,14 @@ def test_request_without_token_is_refused(desk: dict[str, Any], browser: Browser
     assert qid in held_ids(desk["store"])
 
 
-def test_token_becomes_an_httponly_strict_cookie(page: Page, context: BrowserContext) -> None:
+def test_token_becomes_an_httponly_strict_cookie(
+    page: Page, context: BrowserContext, desk: dict[str, Any]
+) -> None:
     """The printed link sets an HttpOnly, SameSite=Strict session cookie and the token leaves the URL."""
     assert "token=" not in page.url
     cookies = {c["name"]: c for c in context.cookies()}
-    cookie = cookies["rg_review"]
+    assert set(cookies) == {desk["server"].cookie_name}
+    cookie = cookies[desk["server"].cookie_name]
     assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
     assert page.evaluate("document.cookie") == ""  # scripts cannot read it (and CSP allows none)
     assert page.locator("h1").inner_text().startswith("Quarantine queue")

@@ -28,13 +28,13 @@ from hypothesis import strategies as st
 from shared_core.apps.review import add_review_parser, run_review_command
 from shared_core.apps.review.app import _what_if_changes, scope_label
 from shared_core.apps.review.security import SessionBook, same_token
-from shared_core.apps.review.server import ReviewServer
+from shared_core.apps.review.server import ReviewServer, _allowed_hosts, is_loopback
 from shared_core.apps.review.views import AuditFilter, audit_rows, history_rows, queue_rows
 from shared_core.audit import JsonlSink
 from shared_core.config import GateConfig
 from shared_core.errors import ConfigError, InputError, StoreLockedError
 from shared_core.store import MemoryStore
-from shared_core.testing import HashEmbedding
+from shared_core.testing import FrozenClock, HashEmbedding
 from shared_core.timeutil import parse_datetime
 
 ALICE = {"user_id": "alice", "agent_id": "helper", "memory_space_id": "team"}
@@ -348,3 +348,38 @@ def test_server_start_and_stop_leave_no_listener(tmp_path: Path) -> None:
             time.sleep(0.05)
         else:
             pytest.fail("the server still answers after stop()")
+
+
+def test_expired_candidate_cannot_be_approved(tmp_path: Path) -> None:
+    """A candidate past its quarantine TTL is marked expired, its Approve is disabled, and a forced approve fails (W6)."""
+    clock = FrozenClock("2026-07-01T09:00:00Z")
+    with MemoryStore(tmp_path, embedding=HashEmbedding(), clock=clock) as store:
+        (held,) = store.add(
+            [{"title": "Rumour", "body": "Deploys stop.", "origin": "external_unverified", **ALICE}]
+        )
+        clock.advance(days=31)
+        server = ReviewServer(store, port=0)
+        server.start()
+        try:
+            with signed_in(server) as client:
+                page = client.get("/").text
+                card = page[page.index(f'data-qid="{held.id}"') :]
+                assert 'badge b-expired">expired' in card and 'class="approve" disabled' in card
+                csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+                assert csrf
+                forced = client.post(
+                    f"/quarantine/{held.id}/approve", data={"csrf": csrf.group(1), "reviewer": "ann"}
+                )
+            assert forced.status_code == 200 and "expired" in forced.text
+            assert store.quarantine_list() == []
+            assert store.query("Deploys stop.", scope=ALICE).accepted == ()
+        finally:
+            server.stop()
+
+
+def test_loopback_detection_and_host_allow_list() -> None:
+    """Only loopback binds are private; a wildcard bind accepts any Host, a named one its own name."""
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("example.org")
+    assert _allowed_hosts("0.0.0.0") == ["*"] and _allowed_hosts("::") == ["*"]
+    assert "192.168.1.5" in _allowed_hosts("192.168.1.5") and "localhost" in _allowed_hosts("127.0.0.1")

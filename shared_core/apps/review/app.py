@@ -55,6 +55,7 @@ _T = TypeVar("_T")
 _REVIEWER = re.compile(r"^\w[\w .@+-]{0,63}$")
 MAX_QUERY_FIELD = 2_000
 AUDIT_LIMIT = 200
+QUEUE_LIMIT = 200
 _WHAT_IF_FLOATS = ("min_score", "min_lexical_score", "max_age_days")
 
 
@@ -130,11 +131,13 @@ class ReviewDesk:
         reviewer: the default reviewer name shown in the approve/reject forms.
     """
 
-    def __init__(self, store: Any, *, token: str, reviewer: str = "operator") -> None:
+    def __init__(
+        self, store: Any, *, token: str, reviewer: str = "operator", cookie_name: str = COOKIE_NAME
+    ) -> None:
         self.store = store
         self.token = token
         self.reviewer = reviewer if _REVIEWER.match(reviewer or "") else "operator"
-        self.sessions = SessionBook()
+        self.sessions = SessionBook(cookie_name=cookie_name)
         self.env = _env()
         self.css = _stylesheet()
         self._lock = threading.Lock()
@@ -152,7 +155,7 @@ class ReviewDesk:
 
     def session(self, request: Request) -> Session:
         """The request's session (the gate already refused requests without one)."""
-        session = self.sessions.get(request.cookies.get(COOKIE_NAME))
+        session = self.sessions.get(request.cookies.get(self.sessions.cookie_name))
         if session is None:  # pragma: no cover - TokenGate guarantees a session
             raise InputError("no session")
         return session
@@ -183,8 +186,11 @@ class ReviewDesk:
         items = await self.call(self.store.quarantine_list, memory_space_id=space)
         now = self.now()
         rows = queue_rows(items, now=now)
-        relative = {r.id: _relative((r.expires_at - now).total_seconds()) for r in rows if r.expires_at}
-        return self.render(request, "queue.html", rows=rows, space=space or "", relative=relative)
+        shown = rows[:QUEUE_LIMIT]
+        relative = {r.id: _relative((r.expires_at - now).total_seconds()) for r in shown if r.expires_at}
+        return self.render(
+            request, "queue.html", rows=shown, total=len(rows), space=space or "", relative=relative
+        )
 
     async def decide(self, request: Request) -> Response:
         """Approve or reject one held candidate (``POST``; CSRF token and reviewer name required)."""
@@ -481,6 +487,7 @@ def create_app(
     token: str,
     reviewer: str = "operator",
     allowed_hosts: list[str] | None = None,
+    cookie_name: str = COOKIE_NAME,
 ) -> Starlette:
     """The review application over an open store.
 
@@ -488,12 +495,14 @@ def create_app(
         store: an open :class:`~shared_core.store.MemoryStore` (not closed by the app).
         token: the token the printed URL carries; requests need it (or the session it starts).
         reviewer: default reviewer name in the forms.
-        allowed_hosts: ``Host`` headers accepted (DNS-rebinding guard); default: loopback names.
+        allowed_hosts: ``Host`` headers accepted (DNS-rebinding guard); default: loopback names;
+            ``["*"]``: any.
+        cookie_name: name of the session cookie.
 
     Returns:
         A Starlette application (serve it with uvicorn, see :mod:`.server`).
     """
-    desk = ReviewDesk(store, token=token, reviewer=reviewer)
+    desk = ReviewDesk(store, token=token, reviewer=reviewer, cookie_name=cookie_name)
     routes = [
         Route("/", desk.queue, methods=["GET"]),
         Route("/quarantine/{qid}/{action:str}", _only_actions(desk), methods=["POST"]),

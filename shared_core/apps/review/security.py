@@ -4,7 +4,7 @@ The page can approve memories into long-term storage, so it is an authority path
 
 * **Token.** The server makes a random token at start (:func:`new_token`, 256 bits) and prints
   one URL with it (``/?token=...``). A request with the right token starts a session: the
-  response sets a cookie ``rg_review`` (``HttpOnly``, ``SameSite=Strict``, ``Path=/``) holding a
+  response sets a cookie ``rg_review_<port>`` (``HttpOnly``, ``SameSite=Strict``, ``Path=/``) holding a
   *separate* random session id, and redirects to the same page without the token, so the token
   does not linger in the address bar, the history or a ``Referer``. Every other request needs
   that cookie; anything else (no token, a wrong token, an unknown cookie) gets ``403`` and a page
@@ -93,9 +93,16 @@ class Session:
 
 
 class SessionBook:
-    """The sessions of one server, in memory; the oldest is dropped beyond ``MAX_SESSIONS``."""
+    """The sessions of one server, in memory; the oldest is dropped beyond ``MAX_SESSIONS``.
 
-    def __init__(self, *, limit: int = MAX_SESSIONS) -> None:
+    Args:
+        limit: most sessions kept.
+        cookie_name: the session cookie's name. Cookies are not kept apart by port, so two
+            review servers on one host use different names (the server appends its port).
+    """
+
+    def __init__(self, *, limit: int = MAX_SESSIONS, cookie_name: str = COOKIE_NAME) -> None:
+        self.cookie_name = cookie_name
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._lock = threading.Lock()
         self._limit = limit
@@ -187,10 +194,12 @@ class TokenGate:
                 return
             session = self.sessions.new()
             response = RedirectResponse(_without_token(request.url), status_code=303)
-            response.set_cookie(COOKIE_NAME, session.id, httponly=True, samesite="strict", path="/")
+            response.set_cookie(
+                self.sessions.cookie_name, session.id, httponly=True, samesite="strict", path="/"
+            )
             await response(scope, receive, send_with_headers)
             return
-        if self.sessions.get(request.cookies.get(COOKIE_NAME)) is None:
+        if self.sessions.get(request.cookies.get(self.sessions.cookie_name)) is None:
             await forbidden()(scope, receive, send_with_headers)
             return
         if request.method not in ("GET", "HEAD") and not _origin_ok(request.headers):

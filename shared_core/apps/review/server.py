@@ -30,14 +30,24 @@ from .security import new_token
 __all__ = ["ReviewServer", "run_review_command"]
 
 
-def _loopback_hosts(host: str, port: int) -> list[str] | None:
-    """``Host`` headers to accept: loopback names, and ``host`` itself (``None``: any, for 0.0.0.0)."""
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (the page is then reachable from this machine only)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _allowed_hosts(host: str) -> list[str]:
+    """``Host`` headers to accept: loopback names and ``host`` itself (any, when bound to 0.0.0.0 or ::)."""
     try:
         if ipaddress.ip_address(host).is_unspecified:
-            return None
+            return ["*"]
     except ValueError:
         pass
-    return sorted({"127.0.0.1", "localhost", "::1", "[::1]", host})
+    return sorted({"127.0.0.1", "localhost", "::1", "[::1]", host, f"[{host}]" if ":" in host else host})
 
 
 class ReviewServer:
@@ -82,8 +92,13 @@ class ReviewServer:
             ) from None
         self.host = host
         self.port = int(self.socket.getsockname()[1])
+        self.cookie_name = f"rg_review_{self.port}"
         self.app = create_app(
-            store, token=self.token, reviewer=reviewer, allowed_hosts=_loopback_hosts(host, self.port)
+            store,
+            token=self.token,
+            reviewer=reviewer,
+            allowed_hosts=_allowed_hosts(host),
+            cookie_name=self.cookie_name,
         )
         config = uvicorn.Config(
             self.app,
@@ -162,6 +177,12 @@ def run_review_command(args: argparse.Namespace, out: TextIO) -> int:
         server = ReviewServer(store, host=args.host, port=args.port, reviewer=args.reviewer)
         print(f"recall-gate review: serving {path} on {server.base_url}", file=out)
         print(f"  open {server.url}", file=out)
+        if not is_loopback(args.host):
+            print(
+                f"  warning: {args.host} is not a loopback address; other machines can reach this page over "
+                "plain HTTP, and anyone holding the link can approve memories",
+                file=out,
+            )
         print(
             "  (the link is the key: keep it private; Ctrl-C stops the server and releases the store)",
             file=out,

@@ -367,7 +367,7 @@ def test_dry_run_page_shows_rejected_hits_with_every_failed_rule(
     page.fill("input[name=user]", "alice")
     page.fill("input[name=agent]", "helper")
     page.fill("input[name=space]", "team")
-    page.fill("input[name=w_max_age_days]", "100000")
+    page.fill("input[name=w_max_age_days]", "5000")
     page.click("button[type=submit]")
     page.locator("#summary").wait_for()
     expected = desk["store"].preview(TEXT["stale"], scope=ALICE)

@@ -82,6 +82,7 @@ class QueueRow:
     expires_at: datetime | None
     expired: bool
     source_record_id: str | None
+    path: str | None = None  # the write path that held it (MCP server, adapter, CLI), when known
 
     @property
     def has_text(self) -> bool:
@@ -119,6 +120,7 @@ def queue_rows(items: Iterable[Mapping[str, Any]], *, now: datetime) -> list[Que
                 expires_at=expires,
                 expired=expires is not None and expires <= now,
                 source_record_id=_opt_str(item, "source_record_id"),
+                path=item["path"] if isinstance(item.get("path"), str) else None,
             )
         )
     rows.sort(key=lambda r: (r.held_at or now, r.id))

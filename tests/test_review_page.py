@@ -247,12 +247,6 @@ def test_queue_shows_why_each_candidate_was_held(page: Page, desk: dict[str, Any
     page.screenshot(path=str(shots / "1-quarantine.png"), full_page=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="needs MemoryStore.quarantine_list() to return title/body/user_id/agent_id/route_id/findings/origin "
-    "(issue 16 item 4, the lead's change); remove this marker when it lands",
-)
 def test_queue_shows_text_escaped_owner_and_findings(page: Page, desk: dict[str, Any]) -> None:
     """The reviewer sees the held text (escaped, never markup), its owner and the finding rule names."""
     card = page.locator(f"article[data-qid='{desk['held']['markup']}']")

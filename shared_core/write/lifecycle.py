@@ -30,6 +30,7 @@ from ..model import MemoryRecord, Scope, Tier, check_key, coerce_scope
 from .authority import WritePath
 from .candidate import WriteDecision
 from .gate import WriteGate
+from .review import purge_quarantine
 from .target import owner_of, partition_key
 
 __all__ = [
@@ -261,7 +262,7 @@ def purge_expired(gate: WriteGate) -> int:
         deletes = gate.target.expired(gate.now())
         if deletes:
             gate.target.commit([], None, deletes)
-        return len(deletes) + gate.purge_quarantine()
+        return len(deletes) + purge_quarantine(gate)
 
 
 def reconcile(gate: WriteGate, memory_space_id: str) -> dict[str, int]:

@@ -70,6 +70,7 @@ _PLACEHOLDER = re.compile(
     r"|.*\b(?:process\.env|os\.environ|getenv|env\(|ENV\[|secrets\.|vault\()"
     r"|(?:x+|\*+|\.+|\#+|-+|_+|0+|1234|12345|123456|abc123)$"  # XXXX, ****, ####
     r"|(?:your|insert|enter|put|replace|example|sample|dummy)[-_\s]"
+    r"|.*(?:[-_.]your[-_]|[-_](?:here|goes[-_]here)$|x{5}|X{5}|\*{4})"  # xkeysib-your-key-here, sk-xxxxx
     r"|(?:none|null|nil|undefined|true|false|empty|required|optional|string|str|bytes|int|text"
     r"|value|redacted|hidden|masked|todo|tbd|n/?a|placeholder|changeme_?here)$"
     r")",
@@ -139,10 +140,13 @@ def _assignment(m: Match[str], g: int | str) -> bool:
     quoted = "q" in m.re.groupindex and bool(m.group("q"))
     if not value_ok(value, quoted=quoted):
         return False
+    if not quoted and _IDENTIFIER.fullmatch(value):
+        return False  # PASSWORD :new_password (a bind parameter or a name in code)
     return strength == 2 or _looks_random(value)
 
 
 _QUOTES = "'\"`“”‘’「」『』«»„"
+_IDENTIFIER = re.compile(r"[a-z]+(?:_[a-z]+)+")
 
 
 def _prose(m: Match[str], g: int | str) -> bool:
@@ -153,6 +157,8 @@ def _prose(m: Match[str], g: int | str) -> bool:
         return False
     if not value_ok(v, quoted=quoted):
         return False
+    if not quoted and _IDENTIFIER.fullmatch(v):
+        return False  # PASSWORD :new_password, password: db_pass (a name in code, not a value)
     return quoted or not (v.isalpha() and v.islower() and len(v) < 6)
 
 
@@ -167,18 +173,48 @@ def _prose_loose(m: Match[str], g: int | str) -> bool:
     return len(v) >= 6 and ((has_digit and has_alpha) or (has_other and has_alpha) or v != v.lower())
 
 
+def _generated(v: str) -> bool:
+    """A value that looks made up as a password: letters and digits, and mixed case or a symbol."""
+    has_digit = any(c.isdigit() for c in v)
+    has_alpha = any(c.isascii() and c.isalpha() for c in v)
+    has_upper = any(c.isupper() for c in v)
+    has_lower = any(c.islower() for c in v)
+    has_symbol = any(not c.isalnum() and c not in "-._/" for c in v)
+    return has_alpha and has_digit and ((has_upper and has_lower) or has_symbol)
+
+
 def _prose_bare(m: Match[str], g: int | str) -> bool:
     """A password after its label with no verb or particle (``パスワード Tr0ub4dor&3x``).
 
-    It must look generated (letters with digits or symbols), not be a word of the sentence.
+    With no verb to say that a value follows, the value must look made up: letters with digits,
+    and mixed case or a symbol (``Sakura2024!``, not ``SHA256`` or ``reset``).
     """
     v = m.group("value").strip(_QUOTES + ".,;:!?。、")
     if not _prose(m, g) or len(v) < 6:
         return False
-    has_digit = any(c.isdigit() for c in v)
-    has_alpha = any(c.isascii() and c.isalpha() for c in v)
-    has_other = any(not c.isalnum() for c in v)
-    return has_alpha and (has_digit or has_other) and not v.replace(".", "").isdigit()
+    return _generated(v)
+
+
+def _cli_secret(m: Match[str], g: int | str) -> bool:
+    """The value of a ``--password`` style option: quoted, or made up (not a word or a flag)."""
+    v = m.group("value")
+    if v.startswith("-") or not value_ok(v, quoted=True):
+        return False
+    quoted = "q" in m.re.groupindex and bool(m.group("q"))
+    if quoted:
+        return True
+    return _generated(v) or _looks_random(v)
+
+
+def _env_fallback(m: Match[str], g: int | str) -> bool:
+    """A literal default after an environment lookup: a secret-named variable, or a made-up value."""
+    v = m.group(g) or ""
+    if not value_ok(v, quoted=True):
+        return False
+    names = [m.group(n) for n in ("name", "name2") if n in m.re.groupindex and m.group(n)]
+    if any(_name_strength(n) == 2 for n in names):
+        return True
+    return _looks_random(v) and (_generated(v) or len(v) >= 24)
 
 
 _CARD_IIN = re.compile(
@@ -259,16 +295,11 @@ def _private_key_body(m: Match[str], g: int | str) -> bool:
     """A base64 body of a private key without its header: long, mixed case, digits."""
     s = "".join(m.group(0).split())
     return (
-        len(s) >= 200
+        len(s) >= (200 if s.startswith("MII") else 60)
         and any(c.isdigit() for c in s)
         and any(c.isupper() for c in s)
         and any(c.islower() for c in s)
     )
-
-
-def _env_fallback(m: Match[str], g: int | str) -> bool:
-    v = m.group(g) or ""
-    return value_ok(v, quoted=True) and (_looks_random(v) or (len(v) >= 8 and any(c.isdigit() for c in v)))
 
 
 # --- PII --------------------------------------------------------------------------------------
@@ -363,6 +394,7 @@ VALIDATORS.update(
         "digit_and_letters": _digit_and_letters,
         "private_key_body": _private_key_body,
         "env_fallback": _env_fallback,
+        "cli_secret": _cli_secret,
         "phone": _phone,
         "jp_phone": _jp_phone,
         "kr_phone": _kr_phone,

@@ -101,7 +101,13 @@ VALIDATORS: dict[str, Validator] = {}
 FEATURES: dict[str, Feature] = {}
 """Named text features rules can ask for with ``needs`` (filled by the screens' modules)."""
 
-DEFAULT_RULE_FILES: tuple[str, ...] = ("secrets.toml", "injection.toml", "pii.toml")
+DEFAULT_RULE_FILES: tuple[str, ...] = (
+    "secrets.toml",
+    "injection.toml",
+    "injection_ja_ko.toml",
+    "injection_more.toml",
+    "pii.toml",
+)
 """The rule tables shipped in ``shared_core/data/screening/``, loaded in this order."""
 
 _KINDS = ("secret", "injection", "pii")

@@ -224,6 +224,7 @@ class InjectionScreen:
         self.decode_payloads = decode_payloads
         eng = engine if engine is not None else default_engine()
         extra = [r.as_rule() if isinstance(r, InjectionRule) else r for r in extra_rules]
+        self._raw = RuleSet([*eng.ruleset("injection", "raw").rules, *(r for r in extra if r.view == "raw")])
         norm = [*eng.ruleset("injection", "norm").rules, *(r for r in extra if r.view == "norm")]
         compact = [*eng.ruleset("injection", "compact").rules, *(r for r in extra if r.view == "compact")]
 
@@ -284,6 +285,8 @@ class InjectionScreen:
             span = views.norm_span(s, e)
             if span[1] > span[0]:
                 found.append(_finding(r.id, span, r.severity, r.score))
+        if len(self._raw):
+            found.extend(_finding(r.id, (s, e), r.severity, r.score) for r, s, e in self._raw.matches(raw))
         found.extend(self._directives(views))
         found.extend(self._code_findings(views))
         if len(self._compact):
@@ -324,9 +327,9 @@ class InjectionScreen:
     def _code_findings(self, views: _Views) -> list[Finding]:
         """Code that runs commands, touches the network, reads secrets or destroys data.
 
-        One signal alone (running a command, a network call) is LOW; destroying data, or sending
-        data over the network together with reading secrets or running commands, is MEDIUM.
-        Reading data alone is no finding.
+        Destroying data, or sending data over the network together with reading secrets or
+        running commands, is MEDIUM. One signal alone (a network call, running a command, reading
+        the environment) is ordinary code and no finding.
         """
         norm = views.norm
         first: dict[str, tuple[int, int]] = {}
@@ -339,4 +342,4 @@ class InjectionScreen:
         span = views.norm_span(s, e)
         if "destroy" in first or ("net" in first and ("data" in first or "exec" in first)):
             return [_finding("suspicious_code", span, _MEDIUM, 0.6)]
-        return [_finding("suspicious_code", span, _LOW, 0.35)]
+        return []

@@ -50,6 +50,7 @@ from re import Pattern
 from typing import Literal
 
 from ..text import normalize
+from .cues import CueScorer, default_cues
 from .decoding import decoded_views, rot13_view
 from .engine import Rule, RuleSet, ScreeningEngine, default_engine
 from .findings import (
@@ -209,6 +210,8 @@ class InjectionScreen:
         decode_payloads: screen the decoded views too (base64 / base32 / hex blobs, escapes,
             URL encoding, ROT13, tag characters).
         engine: the rule tables (default: the shipped ones).
+        cues: the cue scorer for paraphrased Japanese and Korean instructions (default: the
+            shipped table; ``None`` switches it off).
         max_chars: longest text accepted; longer raises :class:`~shared_core.errors.InputError`.
     """
 
@@ -218,10 +221,12 @@ class InjectionScreen:
         extra_rules: Sequence[InjectionRule | Rule] = (),
         decode_payloads: bool = True,
         engine: ScreeningEngine | None = None,
+        cues: CueScorer | Literal["default"] | None = "default",
         max_chars: int = DEFAULT_MAX_CHARS,
     ) -> None:
         self.max_chars = check_max_chars(max_chars)
         self.decode_payloads = decode_payloads
+        self._cues = default_cues() if cues == "default" else cues
         eng = engine if engine is not None else default_engine()
         extra = [r.as_rule() if isinstance(r, InjectionRule) else r for r in extra_rules]
         self._raw = RuleSet([*eng.ruleset("injection", "raw").rules, *(r for r in extra if r.view == "raw")])
@@ -289,6 +294,9 @@ class InjectionScreen:
             found.extend(_finding(r.id, (s, e), r.severity, r.score) for r, s, e in self._raw.matches(raw))
         found.extend(self._directives(views))
         found.extend(self._code_findings(views))
+        if self._cues is not None and not raw.isascii():
+            for rule, s, e, sev, score in self._cues.scan(norm):
+                found.append(_finding(rule, views.norm_span(s, e), sev, score))
         if len(self._compact):
             compact = views.compact()
             for r, s, e in self._compact.matches(compact, compact):

@@ -38,7 +38,7 @@ import html
 import re
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -179,8 +179,35 @@ _FOLD = _FoldTable()
 _NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
 
 
-def _fold(m: re.Match[str]) -> str:
-    return m.group(0).translate(_FOLD)
+def _folded(text: str) -> tuple[str, Span] | None:
+    """NFKC and invisible characters removed, character by character (so spans stay exact)."""
+    out: list[str] = []
+    spans = Span()
+    pos = length = 0
+    changed = False
+    for m in _NON_ASCII_RUN.finditer(text):
+        run = m.group(0)
+        if run.translate(_FOLD) == run:
+            continue
+        for i, ch in enumerate(run, m.start()):
+            new = _FOLD[ord(ch)]
+            if new == ch:
+                continue
+            changed = True
+            if i > pos:
+                out.append(text[pos:i])
+                spans.add(length, i - pos, pos, i, copied=True)
+                length += i - pos
+            out.append(new)
+            spans.add(length, len(new), i, i + 1, copied=False)
+            length += len(new)
+            pos = i + 1
+    if not changed:
+        return None
+    if pos < len(text):
+        out.append(text[pos:])
+        spans.add(length, len(text) - pos, pos, len(text), copied=True)
+    return "".join(out), spans
 
 
 _ESCAPE = re.compile(
@@ -247,7 +274,7 @@ def _normalized(text: str) -> tuple[str, tuple[Span, ...], tuple[str, ...]] | No
     steps: list[str] = []
     current = text
     if not text.isascii():
-        done = _rewrite(current, _NON_ASCII_RUN, _fold)
+        done = _folded(current)
         if done is not None:
             current, m = done
             maps.append(m)
@@ -261,7 +288,7 @@ def _normalized(text: str) -> tuple[str, tuple[Span, ...], tuple[str, ...]] | No
             maps.append(m)
             steps.append(step)
             if not current.isascii():  # an escape may decode to full-width or invisible text
-                again = _rewrite(current, _NON_ASCII_RUN, _fold)
+                again = _folded(current)
                 if again is not None:
                     current, m2 = again
                     maps.append(m2)
@@ -366,6 +393,7 @@ _B32 = re.compile(r"(?<![A-Za-z0-9=])[A-Z2-7]{24,4096}={0,6}(?![A-Za-z0-9=])")
 _HEX = re.compile(r"(?<![0-9A-Fa-f])(?:(?:\\x|0x)?[0-9A-Fa-f]{2}[\s:]?){12,2048}(?![0-9A-Fa-f])")
 _BLOB_HINT = re.compile(r"[A-Za-z0-9+/_\-]{20}|\\x[0-9a-fA-F]{2}|0x[0-9a-fA-F]{2}|(?:[0-9a-fA-F]{2}[\s:]){8}")
 _HEX_SEP = re.compile(r"\\x|0x|[\s:]")
+_HEXDIGITS = frozenset("0123456789abcdefABCDEF")
 
 
 def printable_text(data: bytes) -> str | None:
@@ -376,6 +404,8 @@ def printable_text(data: bytes) -> str | None:
         return None
     if not text or sum(ch.isprintable() or ch in "\n\r\t" for ch in text) < 0.9 * len(text):
         return None
+    if len(text) >= 24 and all(ch in _HEXDIGITS for ch in text.strip()):
+        return text  # hex inside base64: decoded again at the next level
     if sum(ch.isalpha() for ch in text) < 0.5 * len(text.replace(" ", "")):
         return None
     return text
@@ -478,8 +508,3 @@ def rot13_view(text: str) -> View | None:
     if not _ROT13_HINT.search(text):
         return None
     return View(codecs.encode(text, "rot13"), "rot13", ())
-
-
-def views_of(texts: Sequence[str]) -> list[tuple[View, ...]]:
-    """:func:`decoded_views` of several texts."""
-    return [decoded_views(t) for t in texts]

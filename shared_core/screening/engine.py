@@ -114,29 +114,10 @@ _KINDS = ("secret", "injection", "pii")
 _VIEWS = ("raw", "norm", "compact")
 _SEVERITIES = {s.value: s for s in Severity}
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
-_FIELDS = frozenset(
-    {
-        "id",
-        "key",
-        "kind",
-        "pattern",
-        "severity",
-        "score",
-        "hints",
-        "also",
-        "gate",
-        "group",
-        "check_group",
-        "validator",
-        "needs",
-        "languages",
-        "view",
-        "flags",
-        "enabled",
-        "tags",
-        "note",
-    }
-)
+_FIELDS = frozenset((
+    "id", "key", "kind", "pattern", "severity", "score", "hints", "also", "gate", "group", "check_group",
+    "validator", "needs", "languages", "view", "flags", "enabled", "tags", "note",
+))  # fmt: skip
 _VAR = re.compile(r"\{=([A-Za-z_][A-Za-z0-9_]*)\}")
 
 

@@ -27,7 +27,8 @@ __all__ = ["JOINT_WINDOW", "JointFinding", "joint_findings", "screen_fields"]
 JOINT_WINDOW = 300
 """Characters on each side of a boundary screened when consecutive texts are read together."""
 
-_SEP = "\n"  # how a recalled context shows consecutive memories
+_SEP = " "  # a line break between two memories does not stop a model from reading on, so the
+# halves are joined the way most rules read across words (some phrase rules stop at a newline)
 _FIELD_SEP = "\n\n"
 
 
@@ -67,7 +68,7 @@ def joint_findings(
 
     For each boundary between two consecutive texts, the last ``window`` characters before it
     (reaching back over short texts) and the first ``window`` after it are screened as one text,
-    joined by newlines as a recalled context shows them. A finding that crosses the boundary,
+    joined by a space (a model reads across the line break a recalled context puts there). A finding that crosses the boundary,
     and that the texts on either side do not have on their own, is reported once with the
     indexes of the texts it starts and ends in. Cost: linear in the number of texts.
 

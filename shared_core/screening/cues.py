@@ -133,7 +133,10 @@ class CueScorer:
         for lang, script in _SCRIPTS.items():
             if script.search(norm) is None:
                 continue
-            starts = [0] + [m.end() for m in _SENTENCE[lang].finditer(norm)]
+            ends = list(_SENTENCE[lang].finditer(norm))
+            starts = [0] + [m.end() for m in ends]
+            # a window never reaches over a line break: the next line is another note or memory
+            joins = [("\n" not in m.group(0)) for m in ends]
             per_sentence: dict[int, dict[str, tuple[int, int]]] = {}
             for cue in self._cues:
                 if cue.lang != lang:
@@ -147,8 +150,9 @@ class CueScorer:
                         kinds[cue.kind] = m.span()
             for k in sorted(per_sentence):
                 window = dict(per_sentence[k])
-                for kind, span in per_sentence.get(k + 1, {}).items():
-                    window.setdefault(kind, span)
+                if k < len(joins) and joins[k]:
+                    for kind, span in per_sentence.get(k + 1, {}).items():
+                        window.setdefault(kind, span)
                 score = sum(self._weights[kind] for kind in window)
                 if score >= self.medium:
                     start = min(s for s, _ in window.values())

@@ -30,6 +30,8 @@ JOINT_WINDOW = 300
 _SEP = " "  # a line break between two memories does not stop a model from reading on, so the
 # halves are joined the way most rules read across words (some phrase rules stop at a newline)
 _FIELD_SEP = "\n\n"
+# cue scores add weak signals; across two memories they would join unrelated notes into one
+_WEAK = ("instruction_cues_",)
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,9 @@ def joint_findings(
     (reaching back over short texts) and the first ``window`` after it are screened as one text,
     joined by a space (a model reads across the line break a recalled context puts there). A finding that crosses the boundary,
     and that the texts on either side do not have on their own, is reported once with the
-    indexes of the texts it starts and ends in. Cost: linear in the number of texts.
+    indexes of the texts it starts and ends in. Cue-score findings (``instruction_cues_*``) are not
+    counted across a boundary: they add weak signals, and two unrelated notes side by side would
+    add up. Cost: linear in the number of texts.
 
     Args:
         texts: the texts in reading order (bodies of consecutive memories, say).
@@ -111,7 +115,10 @@ def joint_findings(
         crossing = [
             f
             for f in run(joined)
-            if f.kind == "injection" and f.start < boundary and f.end > boundary + len(_SEP)
+            if f.kind == "injection"
+            and not f.rule.startswith(_WEAK)
+            and f.start < boundary
+            and f.end > boundary + len(_SEP)
         ]
         if not crossing:
             continue

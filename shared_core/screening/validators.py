@@ -71,7 +71,8 @@ _PLACEHOLDER = re.compile(
     r"|(?:x+|\*+|\.+|\#+|-+|_+|0+|1234|12345|123456|abc123)$"  # XXXX, ****, ####
     r"|(?:your|insert|enter|put|replace|example|sample|dummy)[-_\s]"
     r"|.*(?:[-_.]your[-_]|[-_](?:here|goes[-_]here)$|x{5}|X{5}|\*{4})"  # xkeysib-your-key-here, sk-xxxxx
-    r"|(?:none|null|nil|undefined|true|false|empty|required|optional|string|str|bytes|int|text"
+    r"|(?:none|null|nil|undefined|true|false|empty|required|optional|string|str|bytes|int|text|number|boolean|bool"
+    r"|float|double|any|object|unknown|void|date|uuid"
     r"|value|redacted|hidden|masked|todo|tbd|n/?a|placeholder|changeme_?here)$"
     r")",
     re.IGNORECASE,

@@ -536,7 +536,7 @@ def test_screen_accepts_a_text_of_exactly_max_chars() -> None:
 
 
 def _yaml_contents(path: Path) -> list[str]:
-    import yaml
+    import yaml  # type: ignore[import-untyped]
 
     return [row["content"] for row in yaml.safe_load(path.read_text(encoding="utf-8"))]
 

@@ -10,6 +10,12 @@ Prints, per data set: n, detected / recall, false-positive rate; recall per PII 
 and milliseconds per 1 KB of text for each screen. Data sets (see ``shared/data/README.md``):
 Nosey Parker rule examples and SciFact abstracts (secrets), Presidio's synthetic PII sentences,
 deepset prompt-injections, Lakera gandalf, BIPIA e-mails with attacks inserted, NotInject.
+
+Ends with the table of issue 15's targets on the shared data plus the project's own cases
+(``shared_core/data/screening``: ``secrets_cases.jsonl`` and ``injection_cases.jsonl`` rows marked
+``[issue15]``, ``injection_lang_cases.jsonl`` with splits ``dev``/``check``/``fresh``/``fresh2``
+that the rules were written against and ``fresh3``, written and measured once afterwards).
+``--summary`` prints that table only.
 """
 
 from __future__ import annotations
@@ -58,7 +64,7 @@ def load_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def load_yaml_contents(path: Path) -> list[str]:
-    import yaml
+    import yaml  # type: ignore[import-untyped]
 
     return [str(r["content"]) for r in yaml.safe_load(path.read_text(encoding="utf-8"))]
 
@@ -232,7 +238,7 @@ def eval_injection(data: Path, quick: bool) -> None:
                 extra=f"MEDIUM+={med / len(texts):.3f}",
             )
     row("BIPIA all insertions", all_n, all_any, extra=f"MEDIUM+={all_med / all_n:.3f}")
-    missed = collections.Counter()
+    missed: collections.Counter[str] = collections.Counter()
     for cat, pool in json.loads((d / "bipia" / "text_attack_train.json").read_text()).items():
         for a in pool:
             if not inj.scan(_bipia_insert(emails[0], a, "end")):
@@ -296,12 +302,128 @@ def eval_speed(data: Path, quick: bool) -> None:
     print(f"  screen() on 100,000 characters: {(time.perf_counter() - t0) * 1000:.0f} ms")
 
 
+CASES = Path(__file__).resolve().parents[1] / "shared_core" / "data" / "screening"
+
+
+def _target_row(name: str, hits: int, n: int, target: str) -> None:
+    rate = hits / n if n else float("nan")
+    verdict = ""
+    if target != "report":
+        op, bound = target[:2], float(target[2:])
+        verdict = "ok" if (rate >= bound if op == ">=" else rate <= bound) else "MISSED"
+    print(f"| {name:<62} | {hits:>5}/{n:<5} | {rate:6.3f} | {target:<7} | {verdict:<6} |")
+
+
+def eval_summary(data: Path, quick: bool) -> None:
+    """The targets of issue 15, one row each."""
+    secrets, inj = SecretScreen(), InjectionScreen()
+    print("\n== Targets (issue 15) ==")
+    print(f"| {'measure':<62} | {'count':>11} | {'rate':>6} | {'target':<7} | {'':<6} |")
+    print(f"| {'-' * 62} | {'-' * 10}:| {'-' * 5}:| {'-' * 7} | {'-' * 6} |")
+    rows = load_jsonl(data / "secrets" / "noseyparker_examples.jsonl")
+    pos_texts = {r["text"] for r in rows if r["label"] == 1}
+    cred = [r["text"] for r in rows if r["label"] == 1 and r["rule_id"] not in NOSEYPARKER_IDENTIFIER_RULES]
+    own = load_jsonl(CASES / "secrets_cases.jsonl")
+    own_pos = [r["text"] for r in own if r["expect"]]
+    own_neg = [r["text"] for r in own if not r["expect"]]
+    both = cred + own_pos
+    _target_row(
+        "secrets: Nosey Parker credential rules + own cases, recall",
+        flagged(secrets.scan, both),
+        len(both),
+        ">=0.95",
+    )
+    _target_row(
+        "  of which own cases (issue-15 families, encodings)",
+        flagged(secrets.scan, own_pos),
+        len(own_pos),
+        ">=0.95",
+    )
+    prose = scifact(data, 1000 if quick else 5183)
+    _target_row(
+        f"secrets: FP on SciFact abstracts ({len(prose)})", flagged(secrets.scan, prose), len(prose), "<=0.01"
+    )
+    looks = [r["text"] for r in rows if r["label"] == 0 and r["text"] not in pos_texts]
+    _target_row(
+        "secrets: Nosey Parker pattern-specific negatives, flagged",
+        flagged(secrets.scan, looks),
+        len(looks),
+        "report",
+    )
+    _target_row(
+        "secrets: own look-alikes (decimals, versions, placeholders...), FP",
+        flagged(secrets.scan, own_neg),
+        len(own_neg),
+        "<=0.03",
+    )
+    d = data / "injection"
+    emails = [str(r["context"]) for r in load_jsonl(d / "bipia" / "email_train.jsonl")]
+    if quick:
+        emails = emails[:10]
+    for kind in ("text", "code"):
+        pool = [
+            a for v in json.loads((d / "bipia" / f"{kind}_attack_train.json").read_text()).values() for a in v
+        ]
+        texts = [_bipia_insert(e, a, pos) for pos in ("start", "middle", "end") for e in emails for a in pool]
+        _target_row(
+            f"injection: BIPIA train, e-mail + {kind} attack (3 positions)",
+            flagged(inj.scan, texts),
+            len(texts),
+            ">=0.90",
+        )
+    _target_row("injection: BIPIA clean e-mails, FP", flagged(inj.scan, emails), len(emails), "<=0.03")
+    notinject = [str(r["prompt"]) for r in json.loads((d / "notinject_one.json").read_text(encoding="utf-8"))]
+    _target_row(
+        "injection: NotInject (English, trigger words), FP",
+        flagged(inj.scan, notinject),
+        len(notinject),
+        "<=0.03",
+    )
+    en = [r for r in load_jsonl(CASES / "injection_cases.jsonl") if r["kind"] == "injection"]
+    en_att = [r["text"] for r in en if r["expect"]]
+    en_ben = [r["text"] for r in en if not r["expect"]]
+    _target_row("injection: own English table, attacks", flagged(inj.scan, en_att), len(en_att), ">=0.90")
+    _target_row(
+        "injection: own English table, benign with trigger words, FP",
+        flagged(inj.scan, en_ben),
+        len(en_ben),
+        "<=0.03",
+    )
+    lang_rows = load_jsonl(CASES / "injection_lang_cases.jsonl")
+    for lang in ("ja", "ko"):
+        rows_l = [r for r in lang_rows if r["lang"] == lang]
+        for label, fresh in (
+            ("dev+check+fresh+fresh2 (rules written on them)", False),
+            ("fresh3 (written after the rules, measured once)", True),
+        ):
+            att = [r["text"] for r in rows_l if r["expect"] and (r["split"] == "fresh3") == fresh]
+            ben = [r["text"] for r in rows_l if not r["expect"] and (r["split"] == "fresh3") == fresh]
+            _target_row(f"injection {lang}: {label}", flagged(inj.scan, att), len(att), ">=0.85")
+            _target_row(
+                f"injection {lang}: FP, {label[: label.index(' (')]}",
+                flagged(inj.scan, ben),
+                len(ben),
+                "<=0.03",
+            )
+    others = [r for r in lang_rows if r["lang"] not in ("ja", "ko")]
+    att = [r["text"] for r in others if r["expect"]]
+    ben = [r["text"] for r in others if not r["expect"]]
+    _target_row(
+        "injection: 10 other languages (own, 1-2 per language), attacks",
+        flagged(inj.scan, att),
+        len(att),
+        ">=0.85",
+    )
+    _target_row("injection: 10 other languages, benign, FP", flagged(inj.scan, ben), len(ben), "<=0.03")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder")
     parser.add_argument("--quick", action="store_true", help="samples only")
+    parser.add_argument("--summary", action="store_true", help="the table of targets only")
     args = parser.parse_args(argv)
     if not args.data.is_dir():
         print(f"data folder {args.data} not found", file=sys.stderr)
@@ -311,10 +433,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"detect-secrets {version('detect-secrets')}, {'quick' if args.quick else 'full'} run"
     )
     t0 = time.perf_counter()
-    eval_secrets(args.data, args.quick)
-    eval_pii(args.data, args.quick)
-    eval_injection(args.data, args.quick)
-    eval_speed(args.data, args.quick)
+    if not args.summary:
+        eval_secrets(args.data, args.quick)
+        eval_pii(args.data, args.quick)
+        eval_injection(args.data, args.quick)
+        eval_speed(args.data, args.quick)
+    eval_summary(args.data, args.quick)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
     return 0
 

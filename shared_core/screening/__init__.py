@@ -19,7 +19,15 @@ Screens:
     :class:`SecretScreen`: API keys, tokens, private keys, passwords, card numbers.
     :class:`PiiScreen`: Presidio pattern recognizers plus Japanese and Korean patterns.
     :class:`InjectionScreen`: instruction overrides, role switches, exfiltration, persistence,
-    encoded payloads and hidden text, in seven languages.
+    encoded payloads and hidden text, in many languages.
+
+All three share one rule engine (:class:`ScreeningEngine`): the rule tables are TOML files in
+``shared_core/data/screening/`` that a caller extends or overrides per memory space without
+forking (``ScreeningEngine.from_files("space.toml")``, then ``SecretScreen(engine=...)``), and
+one decoding step (:func:`decoded_views`: full-width, invisible characters, escapes, URL
+encoding, spaced-out and reversed keys, base64 / base32 / hex). :func:`screen_fields` screens
+every field of a record in one pass; :func:`joint_findings` finds instructions split across
+consecutive memories.
 
 Case tables (``secrets``, ``pii``, ``injection``) shared by the tests of every adapter are
 returned by :func:`load_cases`.
@@ -34,8 +42,11 @@ from importlib import resources
 from typing import Any, Literal
 
 from ..errors import InputError
+from .decoding import View, decoded_views
+from .engine import Rule, ScreeningEngine, load_rules, register_validator
 from .findings import DEFAULT_MAX_CHARS, Finding, FindingKind, Screen, ScreenReport, Severity
 from .injection import InjectionRule, InjectionScreen
+from .joint import JointFinding, joint_findings, screen_fields
 from .pii import DEFAULT_PII_ENTITIES, PiiPattern, PiiScreen, mask_pii
 from .secrets import SecretRule, SecretScreen
 
@@ -46,17 +57,26 @@ __all__ = [
     "FindingKind",
     "InjectionRule",
     "InjectionScreen",
+    "JointFinding",
     "PiiPattern",
     "PiiScreen",
+    "Rule",
     "Screen",
     "ScreenReport",
+    "ScreeningEngine",
     "SecretRule",
     "SecretScreen",
     "Severity",
+    "View",
+    "decoded_views",
     "default_screens",
+    "joint_findings",
     "load_cases",
+    "load_rules",
     "mask_pii",
+    "register_validator",
     "screen",
+    "screen_fields",
 ]
 
 

@@ -89,6 +89,15 @@ class ChromaLedger:
         got = chroma_call("tombstones", lambda: col.get(ids=keys, include=[]), retries=READ_RETRIES)
         return bool(got["ids"])
 
+    def tombstoned(self, *, sources: Sequence[str] = (), memories: Sequence[str] = ()) -> set[str]:
+        """Which of these are tombstoned, in one Chroma call: keys ``src:<id>`` and ``mem:<id>``."""
+        keys = list(dict.fromkeys([*(f"src:{s}" for s in sources), *(f"mem:{m}" for m in memories)]))
+        if not keys:
+            return set()
+        col = self._col("tombstones")
+        got = chroma_call("tombstones", lambda: col.get(ids=keys, include=[]), retries=READ_RETRIES)
+        return set(got["ids"])
+
     def tombstone(
         self, *, sources: Sequence[str] = (), memories: Sequence[str] = (), at: datetime, counts: int = 0
     ) -> None:

@@ -47,19 +47,19 @@ def _partition_of(cand: MemoryCandidate) -> tuple[str, ...]:
     return (cand.memory_space_id, cand.route_id or "", *owner)
 
 
-def split_injection(before: str, after: str, screen: Callable[[str], Any]) -> list[str]:
+def split_injection(
+    before: str, after: str, screen: Callable[[Sequence[str]], Sequence[Any]] | None = None
+) -> list[str]:
     """Rules of injection findings that only appear when two memories are read one after the other.
 
-    The end of the body ``before`` and the start of the body ``after`` are screened as one text
-    (joined by a newline, as a recalled context shows them); a finding whose span crosses the
-    join is an instruction split across the two memories (W5).
+    The end of ``before`` and the start of ``after`` are screened as one text, as a recalled
+    context shows them (:func:`shared_core.screening.joint_findings`); a finding that crosses the
+    boundary is an instruction split across the two memories (W5).
     """
-    head, tail = before[-SPLIT_WINDOW:], after[:SPLIT_WINDOW]
-    joint = len(head)
-    report = screen(f"{head}\n{tail}")
-    return sorted(
-        {f.rule for f in report.findings if f.kind == "injection" and f.start < joint and f.end > joint + 1}
-    )
+    from ..screening import joint_findings
+
+    run = screen if screen is not None else joint_findings
+    return sorted({f.rule for f in run([before[-SPLIT_WINDOW:], after[:SPLIT_WINDOW]])})
 
 
 def trust_action(cand: MemoryCandidate, policy: WritePolicy) -> TrustAction:
@@ -132,11 +132,13 @@ def decide_writes(
     across two memories (:func:`split_injection`) quarantines both halves when they are in one
     batch, or the second when ``previous(candidate)`` returns the body written just before it.
     """
-    from ..screening import ScreenReport, mask_pii
-    from ..screening import screen as run_screens
+    from ..screening import ScreenReport, joint_findings, mask_pii, screen_fields
 
-    def screen(text: str) -> Any:
-        return run_screens(text) if screens else ScreenReport.of(())
+    def screen(fields: Mapping[str, Any]) -> dict[str, Any]:
+        return screen_fields(fields) if screens else {name: ScreenReport.of(()) for name in fields}
+
+    def joint(texts: Sequence[str]) -> Sequence[Any]:
+        return joint_findings(texts) if screens else []
 
     book = policy if isinstance(policy, ConfigBook) else ConfigBook(write_default=policy or WritePolicy())
     way = path or WritePath.operator()
@@ -150,7 +152,7 @@ def decide_writes(
             part, text = _partition_of(cand), cand.body
             before = last_write.pop(part, None)
             previous_text = before[1] if before else (previous(cand) if previous is not None else None)
-            split = split_injection(previous_text, text, screen) if previous_text else []
+            split = split_injection(previous_text, text, joint) if previous_text else []
             if split:
                 decision = _hold_split(decision, split)
                 if before is not None:
@@ -203,12 +205,14 @@ def _semantic_problems(cand: MemoryCandidate, now: datetime) -> list[str]:
     return problems
 
 
-def _other_text(cand: MemoryCandidate) -> str:
-    """Every text field besides title and body, one per line (screened for secrets too)."""
-    parts = [str(getattr(cand, name)) for name in _OTHER_TEXT_FIELDS if getattr(cand, name)]
-    parts.extend(cand.tags)
-    parts.extend(cand.supersedes)
-    return "\n".join(parts)
+def _screened_fields(cand: MemoryCandidate) -> dict[str, Any]:
+    """Every text field of a candidate, screened in one pass (title and body, and the rest for secrets)."""
+    fields: dict[str, Any] = {"title": cand.title, "body": cand.body}
+    for name in _OTHER_TEXT_FIELDS:
+        fields[name] = getattr(cand, name)
+    fields["tags"] = list(cand.tags)
+    fields["supersedes"] = list(cand.supersedes)
+    return fields
 
 
 def _decide_one(
@@ -218,7 +222,7 @@ def _decide_one(
     path: WritePath,
     now: datetime,
     is_tombstoned: Callable[[str | None, str | None], bool] | None,
-    screen: Callable[[str], Any],
+    screen: Callable[[Mapping[str, Any]], dict[str, Any]],
     mask_pii: Callable[[str, Any], str],
 ) -> WriteDecision:
     lowered: list[WriteReason] = []
@@ -277,14 +281,18 @@ def _decide_one(
     problems = _semantic_problems(cand, now)
     if problems:
         return done(WriteAction.REJECT, [WriteReason.INVALID], detail=problems)
-    title_report = screen(cand.title) if cand.title else None
-    body_report = screen(cand.body)
-    other = _other_text(cand)
-    other_report = screen(other) if other else None
-    reports = [r for r in (title_report, body_report) if r is not None]
-    rules = sorted({f.rule for r in (*reports, other_report) if r is not None for f in r.findings})
-    if any(r.has_secret for r in reports) or (other_report is not None and other_report.has_secret):
-        return done(WriteAction.REJECT, [WriteReason.SECRET], rules)
+    by_field = screen(_screened_fields(cand))
+    title_report, body_report = by_field["title"], by_field["body"]
+    reports = [title_report, body_report]
+    rules = sorted({f.rule for r in by_field.values() for f in r.findings})
+    if any(r.has_secret for r in by_field.values()):  # a credential in any field (W4)
+        secret_in = [name for name, r in by_field.items() if r.has_secret]
+        return done(
+            WriteAction.REJECT,
+            [WriteReason.SECRET],
+            rules,
+            detail=[f"{n}: holds a credential" for n in secret_in],
+        )
     reasons: list[WriteReason] = []
     if any(r.has_injection for r in reports):
         reasons.append(WriteReason.INJECTION)
@@ -299,7 +307,7 @@ def _decide_one(
         if pol.pii == "mask":
             cand = cand.model_copy(
                 update={
-                    "title": mask_pii(cand.title, title_report.findings) if title_report else cand.title,
+                    "title": mask_pii(cand.title, title_report.findings) if cand.title else cand.title,
                     "body": mask_pii(cand.body, body_report.findings),
                 }
             )

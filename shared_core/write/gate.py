@@ -200,12 +200,13 @@ class WriteGate:
             items,
             policy=self.book,
             path=path,
-            is_tombstoned=self.is_tombstoned,
+            is_tombstoned=None,  # checked for the whole batch at once, below
             dry_run=dry_run,
             now=now,
             previous=self._previous_text,
             screens="screens" not in skip,
         )
+        decided = self._check_tombstones(decided)
         decided = self._check_ownership(decided)
         to_write = [
             (
@@ -231,6 +232,52 @@ class WriteGate:
         for d, qid in zip(to_hold, self._hold(to_hold, now, path, dry_run=dry_run), strict=True):
             out[d.index] = d.model_copy(update={"id": qid})
         return [out[i] for i in sorted(out)]
+
+    def _check_tombstones(self, decided: list[WriteDecision]) -> list[WriteDecision]:
+        """The tombstone rule of :mod:`.ledger` for a whole batch, in one ledger lookup (L2).
+
+        A candidate naming a forgotten source, or with no source and a deleted id, is ``tombstoned``.
+        """
+        live = [
+            d
+            for d in decided
+            if d.candidate is not None and d.action in (WriteAction.WRITE, WriteAction.QUARANTINE)
+        ]
+        if not live:
+            return decided
+
+        def own_id(c: MemoryCandidate) -> str:
+            return c.id or memory_id(c.scope, c.title, c.body)
+
+        sources = sorted(
+            {d.candidate.source_record_id for d in live if d.candidate and d.candidate.source_record_id}
+        )
+        ids = sorted({own_id(d.candidate) for d in live if d.candidate and not d.candidate.source_record_id})
+        found = self.ledger.tombstoned(sources=sources, memories=ids)
+        if not found:
+            return decided
+        out = []
+        for d in decided:
+            c = d.candidate
+            hit = (
+                c is not None
+                and d in live
+                and (
+                    f"src:{c.source_record_id}" in found
+                    if c.source_record_id
+                    else f"mem:{own_id(c)}" in found
+                )
+            )
+            if hit:
+                d = d.model_copy(
+                    update={
+                        "action": WriteAction.REJECT,
+                        "reasons": (*d.reasons, WriteReason.TOMBSTONED),
+                        "candidate": None,
+                    }
+                )
+            out.append(d)
+        return out
 
     def _check_ownership(self, decided: list[WriteDecision]) -> list[WriteDecision]:
         """Refuse, before anything is written or held, a candidate naming another owner's memory.

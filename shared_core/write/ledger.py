@@ -80,6 +80,10 @@ class Ledger(Protocol):
         """True when the source record or the memory id was forgotten or deleted."""
         ...
 
+    def tombstoned(self, *, sources: Sequence[str] = (), memories: Sequence[str] = ()) -> set[str]:
+        """Which of these are tombstoned, in one lookup: keys ``src:<id>`` and ``mem:<id>``."""
+        ...
+
     def tombstone(
         self, *, sources: Sequence[str] = (), memories: Sequence[str] = (), at: datetime, counts: int = 0
     ) -> None:
@@ -146,6 +150,12 @@ class InMemoryLedger:
                 (source_record_id and f"src:{source_record_id}" in self._tombstones)
                 or (memory_id and f"mem:{memory_id}" in self._tombstones)
             )
+
+    def tombstoned(self, *, sources: Sequence[str] = (), memories: Sequence[str] = ()) -> set[str]:
+        """Which of these are tombstoned: keys ``src:<id>`` and ``mem:<id>``."""
+        keys = [*(f"src:{s}" for s in sources), *(f"mem:{m}" for m in memories)]
+        with self._lock:
+            return {k for k in keys if k in self._tombstones}
 
     def tombstone(
         self, *, sources: Sequence[str] = (), memories: Sequence[str] = (), at: datetime, counts: int = 0

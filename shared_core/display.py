@@ -350,9 +350,8 @@ def plot_score_distribution(
     """
     import matplotlib.pyplot as plt
 
-    from .recall.gate import GateResult as _GateResult
-
-    items: list[GateResult] = [results] if isinstance(results, _GateResult) else list(results)
+    # One result or several: a result has ``accepted`` (duck-typed, so display needs no gate import).
+    items: list[GateResult] = [results] if hasattr(results, "accepted") else list(results)  # type: ignore[list-item]
     groups = score_groups(items)
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 3.8))

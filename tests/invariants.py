@@ -6,9 +6,8 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from shared_core import GateResult, Scope
+from shared_core import GateResult, MemoryRecord, Scope
 from shared_core.audit import AuditRecord
-from shared_core.recall.rules import in_scope
 from shared_core.store import MemoryStore
 
 
@@ -22,10 +21,25 @@ def assert_partition(result: GateResult, input_count: int) -> None:
     assert not set(accepted) & set(rejected_hits)
 
 
+def visible_to(record: MemoryRecord, scope: Scope) -> bool:
+    """The oracle of R1/R2, written here independently of the gate's rule (so a bug there is caught).
+
+    Same memory space, same route (none matches none), and either shared or owned by the scope's
+    user *and* agent.
+    """
+    if record.memory_space_id != scope.memory_space_id:
+        return False
+    if (record.route_id or None) != (scope.route_id or None):
+        return False
+    if str(getattr(record.visibility, "value", record.visibility)) == "shared":
+        return True
+    return record.user_id == scope.user_id and record.agent_id == scope.agent_id
+
+
 def assert_scope_safe(result: GateResult, scope: Scope) -> None:
-    """Every accepted hit is visible to the scope (R1, R2)."""
+    """Every accepted hit is visible to the scope (R1, R2), by the independent oracle."""
     for hit in result.accepted:
-        assert in_scope(hit, scope), hit.record.id
+        assert visible_to(hit.record, scope), hit.record.id
 
 
 def assert_finite_scores(result: GateResult) -> None:

@@ -10,6 +10,8 @@ EXPECTED_CORE = {
     "LoggingSink", "MemoryRecord", "Origin", "Reason", "RecallGate", "RecallGateError", "Rejection", "Rule", "Scope",
     "ScopeError", "Status", "StoreError", "StoreInconsistentError", "StoreLockedError", "StoreUnavailableError",
     "Tier", "Visibility", "__version__", "capture_audit", "coerce_scope", "estimate_tokens", "load_config",
+    # what every user of the store and the write side imports (issue "Layered core")
+    "MemoryStore", "MemoryCandidate", "WriteAction", "WriteDecision", "WritePath", "WritePolicy", "WriteReason",
 }  # fmt: skip
 
 

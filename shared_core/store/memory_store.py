@@ -40,7 +40,7 @@ from ..retrieval.bm25 import BM25Engine
 from ..retrieval.fusion import FusionConfig
 from ..retrieval.hybrid import hybrid_search, vector_ranking
 from ..timeutil import Clock, system_clock
-from ..write import lifecycle
+from ..write import lifecycle, review
 from ..write.authority import WritePath
 from ..write.candidate import MemoryCandidate, WriteDecision
 from ..write.gate import WriteGate
@@ -319,22 +319,22 @@ class MemoryStore:
         The text is the operator's to see; it never enters an audit record.
         """
         self._check_open()
-        return self._writer.quarantine_list(memory_space_id=memory_space_id)
+        return review.quarantine_list(self._writer, memory_space_id=memory_space_id)
 
     def quarantine_approve(self, qid: str, *, reviewer: str = "operator") -> WriteDecision:
-        """Approve a held candidate: written as a confirmed, cited memory (W6); see :meth:`WriteGate.approve`."""
+        """Approve a held candidate: written as a confirmed, cited memory (W6); see :func:`shared_core.write.review.approve`."""
         self._check_open()
-        return self._writer.approve(qid, reviewer=reviewer)
+        return review.approve(self._writer, qid, reviewer=reviewer)
 
     def quarantine_reject(self, qid: str) -> bool:
         """Discard a held candidate; returns whether it existed."""
         self._check_open()
-        return self._writer.reject(qid)
+        return review.reject(self._writer, qid)
 
     def quarantine_purge(self) -> int:
         """Discard expired held candidates (W6); returns how many."""
         self._check_open()
-        return self._writer.purge_quarantine()
+        return review.purge_quarantine(self._writer)
 
     def tombstoned(self, source_record_id: str | None, mid: str | None) -> bool:
         """True when the source record is forgotten, or the id deleted with no source (L2)."""

@@ -197,6 +197,11 @@ class WriteDecision(BaseModel):
         return self.action in (WriteAction.WRITE, WriteAction.UPDATE)
 
 
+def _canonical(text: str) -> str:
+    """Normalised text with whitespace collapsed: trailing or doubled spaces make no new memory."""
+    return " ".join(normalize(text).split())
+
+
 def memory_id(scope: Scope, title: str, body: str) -> str:
     """Deterministic id: the same normalised text in the same scope gets the same id."""
     key = "\x1f".join(
@@ -205,8 +210,8 @@ def memory_id(scope: Scope, title: str, body: str) -> str:
             scope.route_id or "",
             scope.user_id,
             scope.agent_id,
-            normalize(title),
-            normalize(body),
+            _canonical(title),
+            _canonical(body),
         ]
     )
     return "mem_" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:24]

@@ -522,69 +522,6 @@ class WriteGate:
             tier = Tier.CONFIRMED
         return existing.model_copy(update={"evidence_count": evidence, "tier": tier, "updated_at": now})
 
-    # -- quarantine review (W6) -----------------------------------------------------------------
-
-    def quarantine_list(
-        self, *, memory_space_id: str | None = None, text: bool = True
-    ) -> list[dict[str, Any]]:
-        """Held candidates for a reviewer: id, owner, space, reasons, findings, times, and the text."""
-        return [h.summary(text=text) for h in self.ledger.held(memory_space_id=memory_space_id)]
-
-    def approve(self, qid: str, *, reviewer: str = "operator") -> WriteDecision:
-        """Approve a held candidate: it is written as a confirmed, cited memory (W6).
-
-        It goes through ids, dedup and commit again; its screens ran when it was held, and a
-        reviewer vouched for it. A candidate whose source record or id was forgotten since is
-        refused (``tombstoned``) and discarded.
-
-        Raises:
-            InputError: if there is no such held candidate, or it expired.
-        """
-        self.check_writable()
-        now = self.now()
-        with self.lock:
-            found = self.ledger.held(ids=[qid])
-            if not found:
-                raise InputError(f"no quarantined candidate {qid!r}")
-            held = found[0]
-            if held.expires_at <= now:
-                self.ledger.release([qid])
-                raise InputError(f"quarantined candidate {qid!r} expired")
-            cand = held.candidate.model_copy(
-                update={"cited": True, "verification_status": f"approved_by:{reviewer}"}
-            )
-            record = build_record(cand, policy=self.policy_for(cand.memory_space_id), now=now)
-            record = record.model_copy(update={"tier": Tier.CONFIRMED})
-            if self.is_tombstoned(cand.source_record_id, record.id):
-                self.ledger.release([qid])
-                decision = WriteDecision(
-                    index=0, action=WriteAction.REJECT, id=qid, reasons=(WriteReason.TOMBSTONED,)
-                )
-            else:
-                base = WriteDecision(index=0, action=WriteAction.WRITE, id=record.id)
-                [decision] = self.commit_records([(base, record)], now, dry_run=False)
-                self.ledger.release([qid])
-        self.audit([decision], now, dry_run=False, path=WritePath.operator(name=f"review:{reviewer}"))
-        return decision
-
-    def reject(self, qid: str) -> bool:
-        """Discard a held candidate; returns whether it existed."""
-        self.check_writable()
-        with self.lock:
-            if not self.ledger.held(ids=[qid]):
-                return False
-            self.ledger.release([qid])
-            return True
-
-    def purge_quarantine(self) -> int:
-        """Discard expired held candidates (W6); returns how many."""
-        self.check_writable()
-        with self.lock:
-            ids = self.ledger.expired_held(self.now())
-            if ids:
-                self.ledger.release(ids)
-            return len(ids)
-
     # -- audit ----------------------------------------------------------------------------------
 
     def audit(

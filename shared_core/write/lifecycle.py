@@ -30,6 +30,7 @@ from ..model import MemoryRecord, Scope, Tier, check_key, coerce_scope
 from .authority import WritePath
 from .candidate import WriteDecision
 from .gate import WriteGate
+from .review import purge_quarantine
 from .target import owner_of, partition_key
 
 __all__ = [
@@ -218,7 +219,11 @@ def correct(
 
 
 def history(gate: WriteGate, memory_id: str, *, memory_space_id: str) -> list[MemoryRecord]:
-    """The correction chain through a memory, oldest first (L1: history on request)."""
+    """The correction chain through a memory, oldest first along the links (L1: history on request).
+
+    Versions are ordered by their ``supersedes`` / ``superseded_by`` links (a version comes after
+    the ones it supersedes), times breaking ties; at most 1,000 versions are followed.
+    """
     seen: dict[str, MemoryRecord] = {}
     frontier = [memory_id]
     while frontier and len(seen) < 1000:
@@ -233,7 +238,21 @@ def history(gate: WriteGate, memory_id: str, *, memory_space_id: str) -> list[Me
         frontier.extend(rec.supersedes)
         if rec.superseded_by:
             frontier.append(rec.superseded_by)
-    return sorted(seen.values(), key=lambda r: (r.created_at or r.updated_at, r.id))
+    before: dict[str, set[str]] = {mid: set() for mid in seen}  # id -> versions that come before it
+    for rec in seen.values():
+        before[rec.id].update(s for s in rec.supersedes if s in seen)
+        if rec.superseded_by in seen:
+            before[rec.superseded_by].add(rec.id)
+    order: list[MemoryRecord] = []
+    placed: set[str] = set()
+    while len(order) < len(seen):
+        ready = [seen[m] for m in seen if m not in placed and before[m] <= placed]
+        if not ready:  # a cycle in imported links: fall back to time order for the rest
+            ready = [seen[m] for m in seen if m not in placed]
+        nxt = min(ready, key=lambda r: (r.created_at or r.updated_at, r.id))
+        order.append(nxt)
+        placed.add(nxt.id)
+    return order
 
 
 def purge_expired(gate: WriteGate) -> int:
@@ -243,7 +262,7 @@ def purge_expired(gate: WriteGate) -> int:
         deletes = gate.target.expired(gate.now())
         if deletes:
             gate.target.commit([], None, deletes)
-        return len(deletes) + gate.purge_quarantine()
+        return len(deletes) + purge_quarantine(gate)
 
 
 def reconcile(gate: WriteGate, memory_space_id: str) -> dict[str, int]:

@@ -1,0 +1,396 @@
+"""One record contract for every way in; authority from the path; changed facts never merged (W1-W3, W7, L1, R1).
+
+Issue "Gate decisions users can rely on" item 1-2, "Authority on every path" items 1, 2, 7 and
+"A write gate that holds" item 4.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from stores import SCOPE, make_store, mem
+
+from shared_core import InputError, capture_audit
+from shared_core.model import Scope
+from shared_core.write import WriteAction, WriteReason, decide_writes
+from shared_core.write.authority import WritePath
+from shared_core.write.facts import changed_fact
+
+ALICE = {"user_id": "alice", "agent_id": "a1", "memory_space_id": "s1"}
+BOB = {"user_id": "bob", "agent_id": "a1", "memory_space_id": "s1"}
+
+
+def _exported(**fields: Any) -> dict[str, Any]:
+    base = {
+        "title": "Posting policy",
+        "body": "Official posts go out at 10:00 after review.",
+        "status": "approved",
+        "origin": "user_explicit",
+        **SCOPE,
+    }
+    return {**base, **fields}
+
+
+# -- the record contract ---------------------------------------------------------------------------
+
+
+def test_exported_history_fields_are_accepted_and_kept() -> None:
+    """created_at, updated_at, supersedes as one string, superseded_by, evidence_count load as exported (item 1)."""
+    store = make_store()
+    old = _exported(
+        id="old-1",
+        body="Official posts go out at 09:00.",
+        created_at="2026-01-02T03:04:05Z",
+        updated_at="2026-02-01T00:00:00Z",
+        superseded_by="new-1",
+        evidence_count=3,
+    )
+    new = _exported(id="new-1", supersedes="old-1", created_at="2026-03-01T00:00:00Z")
+    decisions = store.add([old, new])
+    assert [d.action for d in decisions] == [WriteAction.WRITE, WriteAction.UPDATE], [
+        d.detail for d in decisions
+    ]
+    got = {r.id: r for r in store.get(["old-1", "new-1"], memory_space_id="s1")}
+    assert got["old-1"].superseded_by == "new-1" and got["old-1"].evidence_count == 3
+    assert got["old-1"].created_at is not None and got["old-1"].created_at.isoformat().startswith(
+        "2026-01-02T03:04:05"
+    )
+    assert got["new-1"].supersedes == ("old-1",)
+    result = store.query("when do official posts go out", scope=SCOPE)
+    assert "old-1" not in result.accepted_ids  # imported history keeps the old one superseded
+    assert result.reasons().get("old-1") in (None, "superseded") or "superseded" in {
+        r.value for rej in result.rejected if rej.id == "old-1" for r in rej.reasons
+    }
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("created_at", "yesterday-ish", "created_at: not a datetime"),
+        ("updated_at", 3.5e18, "updated_at: not a datetime"),
+        ("evidence_count", -2, "evidence_count: out of range"),
+        ("tier", "gold", "tier: not an allowed value"),
+        ("colour", "blue", "colour: unknown field"),
+        ("tags", {"a": 1}, "tags: not a list"),
+    ],
+)
+def test_a_malformed_field_is_a_rejection_naming_field_and_problem(
+    field: str, value: Any, problem: str
+) -> None:
+    """A bad field is rejected with ``<field>: <problem>``; the value never appears (item 1, W1 input)."""
+    store = make_store()
+    with capture_audit() as records:
+        [d] = store.add([_exported(**{field: value})])
+    assert d.action is WriteAction.REJECT and d.reasons == (WriteReason.INVALID,)
+    assert problem in d.detail, d.detail
+    shown = json.dumps([*d.detail, *(r.model_dump(mode="json") for r in records)])
+    if isinstance(value, str) and len(value) > 3:
+        assert value not in shown
+    assert records[0].extra["invalid_fields"] == {field: 1}
+    assert store.all_ids("s1") == set()
+
+
+def test_self_links_and_future_timestamps_are_rejected() -> None:
+    """A memory that supersedes itself, or is dated beyond the clock skew, is invalid (issue 13 item 7)."""
+    store = make_store()  # its clock is frozen at 2026-07-13
+    decisions = store.add(
+        [
+            _exported(id="m-self", supersedes=["m-self"]),
+            _exported(id="m-loop", superseded_by="m-loop", body="Other text."),
+            _exported(id="m-future", updated_at="2999-01-01T00:00:00Z", body="Future text."),
+            _exported(
+                id="m-window", valid_from="2026-05-01T00:00:00Z", valid_to="2026-04-01T00:00:00Z", body="W."
+            ),
+        ]
+    )
+    assert [d.detail for d in decisions] == [
+        ("supersedes: names the memory itself",),
+        ("superseded_by: names the memory itself",),
+        ("updated_at: in the future",),
+        ("valid_to: before valid_from",),
+    ]
+    assert all(d.action is WriteAction.REJECT for d in decisions)
+
+
+def test_shared_data_dev_sets_load_as_exported(shared_data: Path) -> None:
+    """The LoCoMo and SituatedQA dev memories load as another system exported them: none refused for their shape."""
+    for name in ("locomo_dev", "sqa_dev"):
+        items = [
+            json.loads(line) for line in (shared_data / name / "memories.jsonl").read_text().splitlines()
+        ]
+        decisions = decide_writes(items, now=None)
+        invalid = [
+            d
+            for d in decisions
+            if WriteReason.INVALID in d.reasons or WriteReason.SCOPE_MISMATCH in d.reasons
+        ]
+        assert invalid == [], (name, [d.detail for d in invalid[:3]])
+        assert sum(d.action is WriteAction.WRITE for d in decisions) >= 0.9 * len(items)
+
+
+def test_a_user_stated_memory_without_tier_is_recalled_at_once() -> None:
+    """add then query of an approved, user-stated memory with no tier returns it (issue 11 item 2, seed 004)."""
+    store = make_store()
+    item = {**SCOPE, "title": "Posting policy", "body": "Official posts go out at 10:00 after review.",
+            "origin": "user_explicit"}  # fmt: skip
+    [d] = store.add([item])
+    assert d.action is WriteAction.WRITE and d.record is not None and d.record.tier.value == "confirmed"
+    assert store.query("when do official posts go out?", scope=SCOPE).accepted_ids == [d.id]
+
+
+def test_an_agent_inference_starts_tentative_and_is_held_back_with_a_reason() -> None:
+    """A cited agent inference is written tentative, not recalled, and the result says tier_excluded (W7)."""
+    store = make_store()
+    [d] = store.add([{**SCOPE, "body": "Official posts go out at 10:00 after review.", "origin": "agent_inferred",
+                      "cited": True}])  # fmt: skip
+    assert d.record is not None and d.record.tier.value == "tentative"
+    result = store.query("when do official posts go out?", scope=SCOPE)
+    assert result.accepted == () and result.reasons()[d.id].value == "tier_excluded"
+    assert result.audit.counts.get("tier_excluded") == 1
+
+
+# -- authority from the path -----------------------------------------------------------------------
+
+
+def test_a_pinned_path_rejects_another_owner_and_fills_its_own() -> None:
+    """Records naming another owner are scope_mismatch; records naming none get the path's scope (R1)."""
+    store = make_store()
+    path = WritePath.pinned(ALICE, origin="user_explicit")
+    with capture_audit() as records:
+        decisions = store.add(
+            [
+                {"body": "Alice likes tea."},
+                {"body": "Planted.", "user_id": "bob"},
+                {"body": "Route.", "route_id": "r9"},
+            ],
+            path=path,
+        )
+    assert [d.action for d in decisions] == [WriteAction.WRITE, WriteAction.REJECT, WriteAction.REJECT]
+    assert decisions[1].reasons == (WriteReason.SCOPE_MISMATCH,) and decisions[1].detail == (
+        "user_id: not the caller's",
+    )
+    assert decisions[2].detail == ("route_id: not the caller's",)
+    assert store.get([decisions[0].id], memory_space_id="s1")[0].user_id == "alice"
+    assert records[-1].scope == Scope(**ALICE).model_dump()  # the write audit names the writer
+
+
+def test_trust_claims_in_records_cannot_raise_a_pinned_path() -> None:
+    """origin, tier, visibility, confirmations and cited in a record are lowered to the path's (W3)."""
+    store = make_store()
+    path = WritePath.pinned(ALICE)  # origin agent_inferred, no shared writes, no record claims
+    claims = {"body": "Web page text about pricing.", "origin": "user_explicit", "tier": "confirmed",
+              "visibility": "shared", "confirmations": 5, "cited": True, "evidence_count": 9}  # fmt: skip
+    [d] = store.add([claims], path=path)
+    assert WriteReason.TRUST_LOWERED in d.reasons
+    assert d.action is WriteAction.QUARANTINE  # agent_inferred, uncited: held for review
+    [held] = store.quarantine_list()
+    assert (held["origin"], held["visibility"]) == ("agent_inferred", "private")
+    assert store.query("pricing", scope=BOB).accepted == ()
+
+
+def test_a_record_may_lower_its_trust() -> None:
+    """A record asking for less than the path grants gets it (a tentative tier, a less trusted origin)."""
+    store = make_store()
+    path = WritePath.pinned(ALICE, origin="user_explicit", allow_shared=True, cited=True)
+    [d] = store.add(
+        [{"body": "Maybe the office moves.", "origin": "agent_summary", "tier": "tentative"}], path=path
+    )
+    assert d.record is not None and (d.record.origin.value, d.record.tier.value) == (
+        "agent_summary",
+        "tentative",
+    )
+    assert WriteReason.TRUST_LOWERED not in d.reasons
+
+
+def test_the_operator_path_honours_what_records_say() -> None:
+    """store.add by default imports records as given (each names its owner; the caller vouches)."""
+    store = make_store()
+    decisions = store.add([mem("Alice fact.", user_id="alice"), mem("Bob fact.", user_id="bob")])
+    owners = {r.user_id for r in store.get([d.id for d in decisions if d.id], memory_space_id="s1")}
+    assert owners == {"alice", "bob"}
+
+
+# -- ownership of ids ------------------------------------------------------------------------------
+
+
+def test_ids_belong_to_their_owner() -> None:
+    """Another owner's id cannot be overwritten, deleted, corrected or superseded; existence is not revealed (item 2)."""
+    store = make_store()
+    [carol] = store.add([mem("Carol's shared rule: refunds within 30 days.", user_id="carol", visibility="shared",
+                             id="carol-1")])  # fmt: skip
+    alice = WritePath.pinned(ALICE, origin="user_explicit", allow_shared=True, cited=True)
+    over, sup = store.add(
+        [
+            {"id": "carol-1", "body": "Mine now.", "visibility": "shared"},
+            {"body": "Refunds within 90 days.", "supersedes": ["carol-1"], "visibility": "shared"},
+        ],
+        path=alice,
+    )
+    assert over.reasons == (WriteReason.NOT_OWNER,) and sup.reasons == (WriteReason.NOT_OWNER,)
+    assert store.delete(["carol-1", "no-such-id"], memory_space_id="s1", scope=ALICE) == 0
+    with pytest.raises(InputError) as exc:
+        store.correct("carol-1", memory_space_id="s1", body="Changed.", scope=ALICE)
+    with pytest.raises(InputError) as missing:
+        store.correct("no-such-id", memory_space_id="s1", body="Changed.", scope=ALICE)
+    assert str(exc.value).replace("carol-1", "X") == str(missing.value).replace("no-such-id", "X")
+    [rec] = store.get(["carol-1"], memory_space_id="s1")
+    assert (rec.body, rec.superseded_by) == ("Carol's shared rule: refunds within 30 days.", None)
+    assert carol.id == "carol-1"
+
+
+def test_a_duplicate_of_another_writers_shared_memory_does_not_launder_trust() -> None:
+    """Alice repeating Carol's shared memory neither raises its evidence nor promotes it (issue 13 item 2)."""
+    store = make_store()
+    [carol] = store.add([mem("The cafeteria opens at eight.", user_id="carol", visibility="shared",
+                             origin="agent_inferred", cited=True, tier=None)])  # fmt: skip
+    before = store.get([carol.id], memory_space_id="s1")[0]
+    alice = WritePath.pinned(ALICE, origin="user_explicit", allow_shared=True, cited=True)
+    [d] = store.add([{"body": "The cafeteria opens at eight.", "visibility": "shared"}], path=alice)
+    assert d.action is WriteAction.MERGE and d.existing_id == carol.id
+    after = store.get([carol.id], memory_space_id="s1")[0]
+    assert (after.evidence_count, after.tier) == (before.evidence_count, before.tier)
+
+
+def test_a_correction_of_a_superseded_memory_is_rebased_not_forked() -> None:
+    """Correcting an old version twice gives one chain with one active memory (issue 13 item 7)."""
+    store = make_store()
+    [v1] = store.add([mem("The launch is on Monday.", id="v1")])
+    v2 = store.correct("v1", memory_space_id="s1", body="The launch is on Tuesday.")
+    v3 = store.correct("v1", memory_space_id="s1", body="The launch is on Wednesday.")
+    assert WriteReason.REBASED in v3.reasons and v3.existing_id == v2.id
+    chain = store.history("v1", memory_space_id="s1")
+    active = [r.id for r in chain if r.superseded_by is None]
+    assert active == [v3.id] and [r.id for r in chain] == ["v1", v2.id, v3.id]
+    assert store.query("when is the launch", scope=SCOPE).accepted_ids == [v3.id]
+    assert v1.id == "v1"
+
+
+# -- changed facts are never merged (issue 15 item 4) -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "kind"),
+    [
+        (
+            "The billing cycle is limited to 27 per minute.",
+            "The billing cycle is limited to 16 per minute.",
+            "number",
+        ),
+        (
+            "The audit is due on 2026-03-01 for the team.",
+            "The audit is due on 2026-04-01 for the team.",
+            "date",
+        ),
+        ("The standup is every Monday morning.", "The standup is every Tuesday morning.", "weekday"),
+        ("Alice owns the launch checklist now.", "Bob owns the launch checklist now.", "name"),
+        (
+            "Refunds are allowed after manager review.",
+            "Refunds are not allowed after manager review.",
+            "negation",
+        ),
+        ("公式投稿は10時に公開する。", "公式投稿は11時に公開する。", "number (Japanese)"),
+        ("返金は許可する。", "返金は許可しない。", "negation (Japanese)"),
+    ],
+)
+def test_a_changed_fact_supersedes_instead_of_merging(old: str, new: str, kind: str) -> None:
+    """A near-duplicate that differs in a number, date, name or negation supersedes the old memory, with history."""
+    store = make_store(write_policy=__import__("shared_core").config.WritePolicy(dedup_threshold=0.3))
+    [a] = store.add([mem(old, source_record_id="ticket-1")])
+    [b] = store.add([mem(new, source_record_id="ticket-2")])
+    assert changed_fact(old, new), kind
+    assert b.action is WriteAction.UPDATE and WriteReason.CHANGED_FACT in b.reasons, (kind, b)
+    assert b.existing_id == a.id
+    [old_rec] = store.get([a.id], memory_space_id="s1")
+    assert old_rec.superseded_by == b.id  # history kept, the new value wins
+    assert store.forget("ticket-2")["memories"] == 1  # the new source's lineage is its own
+
+
+def test_true_duplicates_still_merge_and_keep_both_sources() -> None:
+    """The same fact from a second source merges (evidence +1) and forgetting either source finds it (W2, L2)."""
+    store = make_store(write_policy=__import__("shared_core").config.WritePolicy(dedup_threshold=0.3))
+    [a] = store.add([mem("The kite shed is behind the boathouse.", source_record_id="s-1", tier=None,
+                         origin="agent_inferred", cited=True)])  # fmt: skip
+    [b] = store.add([mem("The kite shed is behind the boathouse!", source_record_id="s-2", tier=None,
+                         origin="agent_inferred", cited=True)])  # fmt: skip
+    assert b.action is WriteAction.MERGE and b.existing_id == a.id
+    [rec] = store.get([a.id], memory_space_id="s1")
+    assert rec.evidence_count == 2 and rec.tier.value == "confirmed"  # promoted at promote_at=2 (W7)
+    assert store.forget("s-2")["ids"] == [a.id]
+
+
+# -- deletion that stays deleted --------------------------------------------------------------------
+
+
+def test_approval_after_forget_is_refused() -> None:
+    """A held candidate whose source is forgotten cannot be approved into memory (issue 13 item 5)."""
+    store = make_store()
+    [d] = store.add([mem("Note from a web page.", origin="external_unverified", tier=None,
+                         source_record_id="page-1")])  # fmt: skip
+    assert d.action is WriteAction.QUARANTINE
+    store.add([mem("Another note from the page.", source_record_id="page-1")])
+    store.forget("page-1")
+    assert store.quarantine_list() == []
+    with pytest.raises(InputError):
+        store.quarantine_approve(d.id or "")
+    assert store.all_ids("s1") == set()
+
+
+def test_tombstones_block_the_source_and_sourceless_returns_not_new_sources() -> None:
+    """After forget(A): A is refused, the same words with no source are refused, from source B they are new (L2)."""
+    store = make_store()
+    text = "Customer prefers invoices by post."
+    [first] = store.add([mem(text, source_record_id="ticket-A")])
+    store.forget("ticket-A")
+    again, plain, spaced, other = store.add(
+        [
+            mem(text, source_record_id="ticket-A"),
+            mem(text),
+            mem(text + "  "),
+            mem(text, source_record_id="ticket-B"),
+        ]
+    )
+    assert [d.action for d in (again, plain, spaced)] == [WriteAction.REJECT] * 3
+    assert all(WriteReason.TOMBSTONED in d.reasons for d in (again, plain, spaced))
+    assert other.action is WriteAction.WRITE and other.id == first.id
+
+
+def test_a_forget_interrupted_after_its_tombstones_is_finished_on_reopen(tmp_path: Path) -> None:
+    """If the delete fails after the journal and tombstones, reopening the store finishes the forget (L2)."""
+    store = make_store(tmp_path)
+    store.add([mem("Secret project codename is Heron.", source_record_id="chat-9")])
+    target = store.writer.target
+    original = target.commit
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise OSError("disk went away")
+
+    target.commit = broken  # type: ignore[method-assign]
+    with pytest.raises(OSError):
+        store.forget("chat-9")
+    target.commit = original  # type: ignore[method-assign]
+    assert store.tombstoned("chat-9", None)
+    assert store.all_ids("s1") != set()  # the delete did not happen yet
+    store.close()
+    reopened = make_store(tmp_path)
+    assert reopened.all_ids("s1") == set()
+    assert reopened.query("project codename", scope=SCOPE).accepted == ()
+
+
+def test_a_secret_in_any_field_is_rejected() -> None:
+    """Credentials in source, tags, entity, attribute, source_record_id or id are rejected too (issue 13 item 5)."""
+    key = "AKIAIOSFODNN7EXAMPLE"
+    store = make_store()
+    decisions = store.add(
+        [
+            mem("Plain note one.", source=f"deploy {key}"),
+            mem("Plain note two.", tags=["ok", f"aws_access_key_id={key}"]),
+            mem("Plain note three.", entity=f"key {key}"),
+            mem("Plain note four.", source_record_id=f"src-{key}"),
+            mem("Plain note five.", id=f"id-{key}"),
+        ]
+    )
+    assert [d.reasons for d in decisions] == [(WriteReason.SECRET,)] * 5
+    assert store.all_ids("s1") == set()

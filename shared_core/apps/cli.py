@@ -23,11 +23,11 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, TextIO
 
-from .. import __version__
 from ..config import ConfigBook, load_config
 from ..errors import InputError, RecallGateError
 from ..model import Origin, Scope
 from ..timeutil import parse_datetime
+from ..version import __version__
 from .commands import (
     add_store_arguments,
     cmd_add,
@@ -35,7 +35,6 @@ from .commands import (
     cmd_quarantine,
     cmd_query,
     default_reviewer,
-    read_jsonl,
 )
 from .output import json_line, print_result
 
@@ -54,7 +53,9 @@ def read_hits_jsonl(path: str | Path) -> list[dict[str, Any]]:
         InputError: if the file cannot be read.
         HitParseError: naming the first line that is not a JSON object.
     """
-    return [obj for _, obj in read_jsonl(path, kind="hits")]
+    from ..model.jsonl import read_jsonl as read_records
+
+    return read_records(path, what="hits file")
 
 
 def _cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
@@ -80,7 +81,7 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
-    from .mcp_server import run_mcp_command
+    from .mcp_command import run_mcp_command
 
     return run_mcp_command(args, out)
 
@@ -262,7 +263,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     e.set_defaults(func=_cmd_eval)
 
-    from .mcp_server import add_mcp_arguments
+    from .mcp_command import add_mcp_arguments
 
     m = sub.add_parser(
         "mcp",

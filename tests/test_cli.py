@@ -137,8 +137,8 @@ def test_console_script_runs() -> None:
 
 # -- polish: version, help, closed pipes, config errors (issue 16 item 4, issue 13 "Costs and configs") --
 
-SUBCOMMANDS = ("gate", "add", "query", "quarantine", "forget", "eval", "mcp", "demo")
-STORE_COMMANDS = ("add", "query", "quarantine", "forget", "eval", "mcp")
+SUBCOMMANDS = ("gate", "add", "query", "quarantine", "forget", "eval", "mcp", "demo", "review")
+STORE_COMMANDS = ("add", "query", "quarantine", "forget", "eval", "mcp", "review")
 
 
 def _help(*argv: str) -> str:

@@ -2,7 +2,7 @@
 
 Subcommands: ``gate`` (replay the recall gate over exported hits), ``add``, ``query``,
 ``quarantine``, ``forget`` (the store, see :mod:`.commands`), ``eval``, ``mcp`` (the store as MCP
-tools, see :mod:`.mcp_server`), ``demo``, and ``review`` when the review page is installed.
+tools, see :mod:`.mcp_server`), ``demo`` and ``review`` (the operator's review page, :mod:`.review`).
 
 Exit status: 0 on success; 2 on bad input or misuse (a message on stderr that names files,
 lines and fields, never memory text); 1 when the store or its infrastructure fails; 141 when
@@ -13,8 +13,6 @@ command-line tools killed by ``SIGPIPE``.
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import os
 import sys
 import textwrap
@@ -37,6 +35,7 @@ from .commands import (
     default_reviewer,
 )
 from .output import json_line, print_result
+from .review import add_review_parser
 
 __all__ = ["EXIT_PIPE", "example_hits_path", "main", "print_result", "read_hits_jsonl"]
 
@@ -288,18 +287,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     d.set_defaults(func=_cmd_demo)
 
-    _add_review(sub)
+    add_review_parser(sub)
     return parser
-
-
-def _add_review(sub: Any) -> None:
-    """The ``review`` command, from :mod:`shared_core.apps.review` when it is installed."""
-    name = f"{__package__}.review"
-    if importlib.util.find_spec(name) is None:
-        return
-    adder = getattr(importlib.import_module(name), "add_review_parser", None)
-    if callable(adder):
-        adder(sub)
 
 
 def _quiet_stdout() -> None:

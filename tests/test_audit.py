@@ -77,3 +77,38 @@ def test_what_if_compare() -> None:
     hits = [make_hit("close", score=0.8), make_hit("draft", status="draft"), make_hit("far", score=0.9)]
     diff = gate.compare(hits, scope=SCOPE, new_config=GateConfig(min_score=0.85, allow_draft=True))
     assert diff.newly_accepted == ("draft",) and diff.newly_rejected == ("close",)
+
+
+def test_capture_audit_is_scoped_to_its_context() -> None:
+    """Two captures in two threads each see only their own records; work in a copied context is captured (issue 12)."""
+    import contextvars
+    import threading
+
+    from shared_core import capture_audit
+
+    gate = RecallGate(clock=FrozenClock("2026-07-02T00:00:00Z"))
+    seen: dict[str, list[str]] = {}
+    start = threading.Barrier(2)
+
+    def run(name: str, hit_id: str) -> None:
+        with capture_audit() as records:
+            start.wait()
+            gate.evaluate([make_hit(hit_id)], scope=SCOPE)
+            start.wait()
+        seen[name] = [i for r in records for i in r.accepted_ids]
+
+    threads = [threading.Thread(target=run, args=(n, i)) for n, i in (("one", "a"), ("two", "b"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {"one": ["a"], "two": ["b"]}
+    with capture_audit() as outer:
+        ctx = contextvars.copy_context()
+        worker = threading.Thread(target=ctx.run, args=(gate.evaluate, [make_hit("c")]), kwargs={"scope": SCOPE})
+        worker.start()
+        worker.join()
+        bare = threading.Thread(target=gate.evaluate, args=([make_hit("d")],), kwargs={"scope": SCOPE})
+        bare.start()
+        bare.join()
+    assert [i for r in outer for i in r.accepted_ids] == ["c"]

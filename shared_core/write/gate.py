@@ -206,6 +206,7 @@ class WriteGate:
             previous=self._previous_text,
             screens="screens" not in skip,
         )
+        decided = self._check_ownership(decided)
         to_write = [
             (
                 d,
@@ -230,6 +231,50 @@ class WriteGate:
         for d, qid in zip(to_hold, self._hold(to_hold, now, path, dry_run=dry_run), strict=True):
             out[d.index] = d.model_copy(update={"id": qid})
         return [out[i] for i in sorted(out)]
+
+    def _check_ownership(self, decided: list[WriteDecision]) -> list[WriteDecision]:
+        """Refuse, before anything is written or held, a candidate naming another owner's memory.
+
+        An explicit ``id`` or a ``supersedes`` link to a stored memory of another writer is
+        ``not_owner`` (R1, W3): such a candidate is neither written nor put in quarantine, where
+        an approval would later try to overwrite or retire someone else's memory.
+        """
+        wanted: dict[str, set[str]] = {}
+        for d in decided:
+            c = d.candidate
+            if c is not None and d.action in (WriteAction.WRITE, WriteAction.QUARANTINE):
+                wanted.setdefault(c.memory_space_id, set()).update([*([c.id] if c.id else []), *c.supersedes])
+        stored = {
+            (space, r.id): r
+            for space, ids in wanted.items()
+            for r in self.target.get(sorted(ids), memory_space_id=space)
+        }
+        out = []
+        for d in decided:
+            c = d.candidate
+            if c is None or d.action not in (WriteAction.WRITE, WriteAction.QUARANTINE):
+                out.append(d)
+                continue
+            owner = (c.memory_space_id, c.user_id, c.agent_id, c.route_id)
+            bad = [
+                f"{name}: not the caller's memory"
+                for name, ids in (("id", [c.id] if c.id else []), ("supersedes", list(c.supersedes)))
+                if any(
+                    (s := stored.get((c.memory_space_id, i))) is not None and owner_of(s) != owner
+                    for i in ids
+                )
+            ]
+            if bad:
+                d = d.model_copy(
+                    update={
+                        "action": WriteAction.REJECT,
+                        "reasons": (*d.reasons, WriteReason.NOT_OWNER),
+                        "detail": (*d.detail, *bad),
+                        "candidate": None,
+                    }
+                )
+            out.append(d)
+        return out
 
     def _previous_text(self, cand: MemoryCandidate) -> str | None:
         """Body of the memory written just before in the candidate's partition (split injections)."""
@@ -455,7 +500,7 @@ class WriteGate:
                 near = self._current(batch, near)
                 if near.superseded_by is not None or near.id in replaced_ids or near.id == rec.id:
                     continue
-                if changed_fact(f"{near.title}\n{near.body}", f"{rec.title}\n{rec.body}"):
+                if _changed(near, rec):
                     if owner_of(near) == owner_of(rec) and near.updated_at <= rec.updated_at:
                         replaced.append(near)
                         reasons.append(WriteReason.CHANGED_FACT)
@@ -540,3 +585,10 @@ class WriteGate:
         if skipped:
             record = record.model_copy(update={"extra": {**record.extra, "skipped": list(skipped)}})
         emit(record, self.sinks)
+
+
+def _changed(old: MemoryRecord, new: MemoryRecord) -> bool:
+    """Whether two near-duplicates assert different facts: their bodies, and their titles when both have one."""
+    if changed_fact(old.body, new.body):
+        return True
+    return bool(old.title and new.title) and changed_fact(old.title, new.title)

@@ -45,12 +45,16 @@ def approve(gate: WriteGate, qid: str, *, reviewer: str = "operator") -> WriteDe
         if held.expires_at <= now:
             gate.ledger.release([qid])
             raise InputError(f"quarantined candidate {qid!r} expired")
-        cand = held.candidate.model_copy(update={"cited": True, "verification_status": f"approved_by:{reviewer}"})
+        cand = held.candidate.model_copy(
+            update={"cited": True, "verification_status": f"approved_by:{reviewer}"}
+        )
         record = build_record(cand, policy=gate.policy_for(cand.memory_space_id), now=now)
         record = record.model_copy(update={"tier": Tier.CONFIRMED})
         if gate.is_tombstoned(cand.source_record_id, record.id):
             gate.ledger.release([qid])
-            decision = WriteDecision(index=0, action=WriteAction.REJECT, id=qid, reasons=(WriteReason.TOMBSTONED,))
+            decision = WriteDecision(
+                index=0, action=WriteAction.REJECT, id=qid, reasons=(WriteReason.TOMBSTONED,)
+            )
         else:
             base = WriteDecision(index=0, action=WriteAction.WRITE, id=record.id)
             [decision] = gate.commit_records([(base, record)], now, dry_run=False)

@@ -248,7 +248,7 @@ async def test_identities_file_serves_the_scope_of_the_client_token(tmp_path: Pa
 
 
 async def test_operator_reads_quarantine_and_queries_while_the_server_runs(tmp_path: Path) -> None:
-    """While ``recall-gate mcp`` holds the store, ``quarantine list`` and ``query`` work; approve names what to do."""
+    """While ``recall-gate mcp`` holds the store, ``quarantine list`` and ``query`` work, approve names what to do, and the audit chain holds."""
     store = str(tmp_path / "store")
     async with served("--store", store, *_who(U1), "--origin", "user_explicit") as session:
         _payload(await session.call_tool("memory_save", {"title": "On-call rotation", "body": ROTATION}))
@@ -274,6 +274,12 @@ async def test_operator_reads_quarantine_and_queries_while_the_server_runs(tmp_p
             and "recall-gate mcp" in approve.stderr
             and "review page" in approve.stderr
         )
+    from shared_core.audit import verify_chain
+
+    assert verify_chain(Path(store) / "audit" / "audit.jsonl") == (
+        True,
+        None,
+    )  # reader and writer share one chain
 
 
 # -- in process: argument checks -------------------------------------------------------------------

@@ -175,7 +175,7 @@ async def test_attacks_on_scope_and_trust_widen_nothing(tmp_path: Path) -> None:
                 "memory_save", {"body": "The billing export was cancelled.", "supersedes": [bob["id"]]}
             )
         )
-        assert hijack["action"] in ("reject", "write")
+        assert hijack["action"] == "reject" and hijack["reasons"] == ["not_owner"]
     with MemoryStore(store, read_only=True) as s:
         [rec] = s.get([claim["id"]], memory_space_id="s1")
         assert (rec.user_id, rec.visibility.value, rec.origin.value) == ("u1", "private", "agent_inferred")

@@ -332,3 +332,24 @@ def test_identities_file_errors_name_entries_not_values(tmp_path: Path) -> None:
     book = IdentityBook.load(_identities(tmp_path))
     assert book.resolve("tok-bob") is not None and book.resolve("tok-bob")[1].scope == Scope(**U2)  # type: ignore[index]
     assert book.resolve("tok-bo") is None and book.resolve("") is None and book.resolve(None) is None
+
+
+def test_http_needs_an_identities_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--http`` serves several clients, so it refuses to start with one pinned scope instead of tokens."""
+    from shared_core.apps.cli import main
+
+    assert main(["mcp", "--store", str(tmp_path / "s"), "--http", *_who(U1)]) == 2
+    assert "--identities" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+
+
+def test_new_token_prints_a_token_and_its_hash(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--new-token`` prints a random token and the matching ``token_sha256`` line."""
+    import re
+
+    from shared_core.apps.cli import main
+
+    assert main(["mcp", "--new-token"]) == 0
+    out = capsys.readouterr().out
+    token = re.search(r"RECALL_GATE_TOKEN\): (\S+)", out).group(1)  # type: ignore[union-attr]
+    assert f'token_sha256 = "{token_hash(token)}"' in out

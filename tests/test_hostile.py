@@ -47,8 +47,18 @@ from langchain_recall_gate import GatedRetriever as LangChainRetriever
 from langchain_recall_gate import GatedVectorStore as LangChainStore
 from llamaindex_recall_gate import GatedRetriever as LlamaRetriever
 from llamaindex_recall_gate import GatedVectorStore as LlamaStore
-from shared_core import AuditRecord, GateConfig, RecallGate, RecallGateError, Scope, capture_audit
+from shared_core import (
+    AuditRecord,
+    GateConfig,
+    Origin,
+    RecallGate,
+    RecallGateError,
+    Scope,
+    capture_audit,
+    coerce_scope,
+)
 from shared_core.apps.cli import main as cli_main
+from shared_core.apps.mcp_identity import ServerIdentity
 from shared_core.apps.mcp_server import ToolFailure, call_tool
 from shared_core.store import MemoryStore
 from shared_core.testing import FrozenClock
@@ -362,14 +372,21 @@ def write_llamaindex(item: dict[str, Any]) -> tuple[Outcome, SimpleVectorStore]:
     return out, inner
 
 
+def mcp_identity(scope: Any) -> ServerIdentity:
+    """The pinned identity of an MCP server for ``scope``, its most trusting configuration
+    (user_explicit, shared writes allowed), so that only the screens stand between a hostile
+    item and the disk. A hostile scope fails here, when the server starts (ScopeError)."""
+    return ServerIdentity(scope=coerce_scope(scope), origin=Origin.USER_EXPLICIT, allow_shared=True)
+
+
 def write_mcp(store: MemoryStore, item: dict[str, Any]) -> Outcome:
     out = Outcome()
     with catching(out):
         for cand in candidates(item):  # one memory per tool call, in order
-            args = {"scope": scope_part(cand), **rest_part(cand), "body": cand.get("body")}
+            args = {**rest_part(cand), "body": cand.get("body")}
             if "id" in cand:
                 args["id"] = cand["id"]
-            payload = call_tool(store, "memory_save", args)
+            payload = call_tool(store, "memory_save", args, identity=mcp_identity(scope_part(cand)))
             out.decisions.append((payload["action"], payload["id"]))
     return out
 
@@ -602,12 +619,16 @@ def read_llamaindex(store: MemoryStore, item: dict[str, Any]) -> list[str]:
 
 
 def read_mcp_recall(store: MemoryStore, item: dict[str, Any]) -> list[str]:
-    payload = call_tool(store, "memory_recall", {"scope": query_scope(item), "query": item["query"]["text"]})
+    payload = call_tool(
+        store, "memory_recall", {"query": item["query"]["text"]}, identity=mcp_identity(query_scope(item))
+    )
     return [m["id"] for m in payload["accepted"]]
 
 
 def read_mcp_preview(store: MemoryStore, item: dict[str, Any]) -> list[str]:
-    payload = call_tool(store, "memory_preview", {"scope": query_scope(item), "query": item["query"]["text"]})
+    payload = call_tool(
+        store, "memory_preview", {"query": item["query"]["text"]}, identity=mcp_identity(query_scope(item))
+    )
     return list(payload["accepted_ids"])
 
 
@@ -736,18 +757,30 @@ async def test_hostile_items_over_the_mcp_protocol() -> None:
     from shared_core.apps.mcp_server import build_server
 
     store = seeded(make_store())
-    async with Client(build_server(store)) as client:
+    serving: dict[str, ServerIdentity] = {}  # the identity the server is pinned to for the next call
+    async with Client(build_server(store, lambda ctx: serving["identity"])) as client:
         for item in ITEMS:
             texts = texts_of(item)
-            calls: list[tuple[str, dict[str, Any]]] = []
+            calls: list[tuple[str, Any, dict[str, Any]]] = []
             if "memory" in item or "memories" in item:
                 for cand in candidates(item):
-                    args = {"scope": scope_part(cand), **rest_part(cand), "body": cand.get("body")}
-                    calls.append(("memory_save", {**args, **({"id": cand["id"]} if "id" in cand else {})}))
+                    args = {**rest_part(cand), "body": cand.get("body")}
+                    calls.append(
+                        (
+                            "memory_save",
+                            scope_part(cand),
+                            {**args, **({"id": cand["id"]} if "id" in cand else {})},
+                        )
+                    )
             if "query" in item:
                 for tool in ("memory_recall", "memory_preview"):
-                    calls.append((tool, {"scope": query_scope(item), "query": item["query"]["text"]}))
-            for tool, args in calls:
+                    calls.append((tool, query_scope(item), {"query": item["query"]["text"]}))
+            for tool, scope, args in calls:
+                try:
+                    serving["identity"] = mcp_identity(scope)
+                except RecallGateError as exc:  # a server for this scope would not start
+                    assert_no_text(str(exc), texts)
+                    continue
                 result = await client.call_tool(tool, args)
                 text = " ".join(getattr(c, "text", "") for c in result.content)
                 assert "internal error" not in text, (item["id"], tool, text)

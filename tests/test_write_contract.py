@@ -394,3 +394,30 @@ def test_a_secret_in_any_field_is_rejected() -> None:
     )
     assert [d.reasons for d in decisions] == [(WriteReason.SECRET,)] * 5
     assert store.all_ids("s1") == set()
+
+
+def test_an_agent_repeating_its_own_note_does_not_promote_it() -> None:
+    """On an agent path the same note saved twice is one memory with unchanged evidence and tier (W7, W3)."""
+    store = make_store()
+    agent = WritePath.pinned(ALICE, origin="agent_inferred", cited=True)
+    first, again = store.add([{"body": "The printer on floor two jams on A3."}], path=agent) + store.add(
+        [{"body": "The printer on floor two jams on A3."}], path=agent
+    )
+    assert first.action is WriteAction.WRITE and again.action is WriteAction.MERGE
+    [rec] = store.get([first.id or ""], memory_space_id="s1")
+    assert (rec.evidence_count, rec.tier.value) == (1, "tentative")
+    other = store.add([{"body": "The printer on floor two jams on A3.", "source_record_id": "chat-2"}], path=agent)
+    [rec] = store.get([first.id or ""], memory_space_id="s1")
+    assert other[0].action is WriteAction.MERGE and rec.evidence_count == 2  # another source is evidence
+
+
+def test_an_agent_path_gets_one_answer_for_unknown_and_foreign_links() -> None:
+    """A supersedes link to another owner's id and to an id that does not exist are refused alike (no existence oracle)."""
+    store = make_store()
+    store.add([mem("Bob's note.", user_id="bob", id="bob-1")])
+    agent = WritePath.pinned(ALICE, origin="user_explicit")
+    foreign, unknown = store.add(
+        [{"body": "New A.", "supersedes": ["bob-1"]}, {"body": "New B.", "supersedes": ["nobody-1"]}], path=agent
+    )
+    assert (foreign.reasons, foreign.detail) == (unknown.reasons, unknown.detail)
+    assert foreign.reasons == (WriteReason.NOT_OWNER,)

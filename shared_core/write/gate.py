@@ -47,6 +47,7 @@ from ..timeutil import Clock, system_clock, to_utc
 from .audit import write_audit_record, write_failure_record
 from .authority import WritePath
 from .candidate import MemoryCandidate, WriteAction, WriteDecision, WriteReason, memory_id
+from .checks import check_ownership, check_tombstones
 from .decide import SPLIT_WINDOW, build_record, decide_writes
 from .facts import changed_fact
 from .ledger import HeldCandidate, Ledger
@@ -71,6 +72,13 @@ class _Batch:
     by_text: dict[str, str] = field(default_factory=dict)  # normalised-text id -> id written
     by_attr: dict[tuple[str, ...], MemoryRecord] = field(default_factory=dict)
     links: list[tuple[str, str, str]] = field(default_factory=list)  # (source, space, id)
+    repeats_are_evidence: bool = True  # a repeat without a new source counts (operator paths)
+
+    def counts_as_evidence(self, new: MemoryRecord, old: MemoryRecord) -> bool:
+        """Whether ``new`` repeating ``old`` is more evidence: another source, or a trusted path's repeat."""
+        if new.source_record_id and new.source_record_id != old.source_record_id:
+            return True
+        return self.repeats_are_evidence and new.source_record_id is None
 
 
 class WriteGate:
@@ -206,8 +214,8 @@ class WriteGate:
             previous=self._previous_text,
             screens="screens" not in skip,
         )
-        decided = self._check_tombstones(decided)
-        decided = self._check_ownership(decided)
+        decided = check_tombstones(self.ledger, decided)
+        decided = check_ownership(self.target, decided, known_links_only=not path.trust_claims)
         to_write = [
             (
                 d,
@@ -227,101 +235,12 @@ class WriteGate:
             vectors=given,
             dedup="dedup" not in skip,
             supersede="supersede" not in skip,
+            repeats_are_evidence=path.trust_claims,
         ):
             out[d.index] = d
         for d, qid in zip(to_hold, self._hold(to_hold, now, path, dry_run=dry_run), strict=True):
             out[d.index] = d.model_copy(update={"id": qid})
         return [out[i] for i in sorted(out)]
-
-    def _check_tombstones(self, decided: list[WriteDecision]) -> list[WriteDecision]:
-        """The tombstone rule of :mod:`.ledger` for a whole batch, in one ledger lookup (L2).
-
-        A candidate naming a forgotten source, or with no source and a deleted id, is ``tombstoned``.
-        """
-        live = [
-            d
-            for d in decided
-            if d.candidate is not None and d.action in (WriteAction.WRITE, WriteAction.QUARANTINE)
-        ]
-        if not live:
-            return decided
-
-        def own_id(c: MemoryCandidate) -> str:
-            return c.id or memory_id(c.scope, c.title, c.body)
-
-        sources = sorted(
-            {d.candidate.source_record_id for d in live if d.candidate and d.candidate.source_record_id}
-        )
-        ids = sorted({own_id(d.candidate) for d in live if d.candidate and not d.candidate.source_record_id})
-        found = self.ledger.tombstoned(sources=sources, memories=ids)
-        if not found:
-            return decided
-        out = []
-        for d in decided:
-            c = d.candidate
-            hit = (
-                c is not None
-                and d in live
-                and (
-                    f"src:{c.source_record_id}" in found
-                    if c.source_record_id
-                    else f"mem:{own_id(c)}" in found
-                )
-            )
-            if hit:
-                d = d.model_copy(
-                    update={
-                        "action": WriteAction.REJECT,
-                        "reasons": (*d.reasons, WriteReason.TOMBSTONED),
-                        "candidate": None,
-                    }
-                )
-            out.append(d)
-        return out
-
-    def _check_ownership(self, decided: list[WriteDecision]) -> list[WriteDecision]:
-        """Refuse, before anything is written or held, a candidate naming another owner's memory.
-
-        An explicit ``id`` or a ``supersedes`` link to a stored memory of another writer is
-        ``not_owner`` (R1, W3): such a candidate is neither written nor put in quarantine, where
-        an approval would later try to overwrite or retire someone else's memory.
-        """
-        wanted: dict[str, set[str]] = {}
-        for d in decided:
-            c = d.candidate
-            if c is not None and d.action in (WriteAction.WRITE, WriteAction.QUARANTINE):
-                wanted.setdefault(c.memory_space_id, set()).update([*([c.id] if c.id else []), *c.supersedes])
-        stored = {
-            (space, r.id): r
-            for space, ids in wanted.items()
-            for r in self.target.get(sorted(ids), memory_space_id=space)
-        }
-        out = []
-        for d in decided:
-            c = d.candidate
-            if c is None or d.action not in (WriteAction.WRITE, WriteAction.QUARANTINE):
-                out.append(d)
-                continue
-            owner = (c.memory_space_id, c.user_id, c.agent_id, c.route_id)
-            bad = [
-                f"{name}: not the caller's memory"
-                for name, ids in (("id", [c.id] if c.id else []), ("supersedes", list(c.supersedes)))
-                if any(
-                    (s := stored.get((c.memory_space_id, i))) is not None and owner_of(s) != owner
-                    for i in ids
-                )
-            ]
-            if bad:
-                d = d.model_copy(
-                    update={
-                        "action": WriteAction.REJECT,
-                        "reasons": (*d.reasons, WriteReason.NOT_OWNER),
-                        "detail": (*d.detail, *bad),
-                        "candidate": None,
-                    }
-                )
-            out.append(d)
-        return out
 
     def _previous_text(self, cand: MemoryCandidate) -> str | None:
         """Body of the memory written just before in the candidate's partition (split injections)."""
@@ -369,18 +288,22 @@ class WriteGate:
         vectors: NDArray[np.float32] | None = None,
         dedup: bool = True,
         supersede: bool = True,
+        repeats_are_evidence: bool = True,
     ) -> list[WriteDecision]:
         """Ids, dedup and supersede for records that passed the decision, then one commit (step 6-7).
 
         Call with :attr:`lock` held (``submit`` and ``approve`` do). ``vectors`` (one row per
-        item) are used instead of embedding; ``dedup=False`` skips the neighbour search.
+        item) are used instead of embedding; ``dedup=False`` skips the neighbour search. With
+        ``repeats_are_evidence=False`` (agent-facing paths), the same words written again count
+        as new evidence only when they come from another source record: an agent that saves its
+        own note twice does not promote it (W7).
         """
         if not items:
             return []
         records = [rec for _, rec in items]
         if vectors is None:
             vectors = self.target.embed_records(records)
-        batch = _Batch()
+        batch = _Batch(repeats_are_evidence=repeats_are_evidence)
         stored = self._stored(records)
         decisions = [
             self._place(
@@ -473,9 +396,7 @@ class WriteGate:
                 rec.body
             ):
                 derived = memory_id(rec.scope, rec.title, rec.body) == rec.id
-                if derived and (
-                    rec.source_record_id is None or rec.source_record_id != same_id.source_record_id
-                ):
+                if derived and batch.counts_as_evidence(rec, same_id):
                     # The same words said again (not a re-import of the same source): evidence (W7).
                     merged = self._merged(same_id, now)
                     batch.upserts[merged.id] = merged
@@ -556,6 +477,8 @@ class WriteGate:
                     break
                 if owner_of(near) != owner_of(rec):
                     # Another writer's shared memory: never raise its evidence or tier (R2, W3).
+                    return decided(WriteAction.MERGE, near.id, WriteReason.DUPLICATE, existing=near.id)
+                if not batch.counts_as_evidence(rec, near):
                     return decided(WriteAction.MERGE, near.id, WriteReason.DUPLICATE, existing=near.id)
                 merged = self._merged(near, now)
                 batch.upserts[merged.id] = merged

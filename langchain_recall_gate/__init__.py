@@ -6,9 +6,10 @@ surface is pinned by ``tests/test_langchain_api.py``.
 
 from __future__ import annotations
 
+from ._common import PROVENANCE_KEY
 from .callbacks import AUDIT_EVENT, AuditCallbackHandler
 from .compressor import RecallGateCompressor
-from .convert import PROVENANCE_KEY
+from .embeddings import MiniLMEmbeddings
 from .retriever import GatedRetriever
 from .vectorstore import GatedVectorStore, GatedVectorStoreRetriever
 
@@ -19,5 +20,6 @@ __all__ = [
     "GatedRetriever",
     "GatedVectorStore",
     "GatedVectorStoreRetriever",
+    "MiniLMEmbeddings",
     "RecallGateCompressor",
 ]

@@ -114,6 +114,12 @@ def user_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in meta.items() if k not in RESERVED_KEYS and k != PROVENANCE_KEY}
 
 
+def stored_document(record: MemoryRecord, user: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The text and flat metadata to store for a record: the user's own keys plus the codec's."""
+    text, meta = encode_record(record)
+    return text, {**user_metadata(user), **meta}
+
+
 def write_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
     """The write-candidate fields a document's metadata names (list fields decoded from JSON)."""
     out = {k: v for k, v in meta.items() if k in _WRITE_FIELDS}
@@ -279,9 +285,8 @@ class ForeignTarget(ABC):
         return self._staged.get(mid)
 
     def document(self, record: MemoryRecord, user: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        """The text and flat metadata to store for a record: user keys plus the codec's."""
-        text, meta = encode_record(record)
-        return text, {**user_metadata(user), **meta}
+        """The text and flat metadata to store for a record (see :func:`stored_document`)."""
+        return stored_document(record, user)
 
     # -- conversion -----------------------------------------------------------------------------
 
@@ -339,13 +344,13 @@ class ForeignTarget(ABC):
             ]
         )
         found = [r for r in self._scan_records(where) if r.superseded_by is None and r.id != record.id]
-        return sorted(found, key=lambda r: (r.updated_at, r.id), reverse=True)
+        return sorted(found, key=lambda r: (r.updated_at, r.id), reverse=True)  # WriteTarget order
 
     def latest_body(self, key: PartitionKey) -> str | None:
         """Body of the partition's newest memory by creation time."""
         newest = max(
             self._scan_records(partition_filter(key)),
-            key=lambda r: (r.created_at or r.updated_at, r.id),
+            key=lambda r: (r.created_at or r.updated_at, r.id),  # WriteTarget order
             default=None,
         )
         return newest.body if newest is not None else None
@@ -387,38 +392,43 @@ class ForeignTarget(ABC):
 
 
 class ScopeSource:
-    """The scope of one call of a component: the request's, else the constructor's (R1).
+    """The scope of one call of a component: explicit, else the request's, else the constructor's (R1).
 
-    Once a component has served a per-request scope, or while ``active()`` says a per-request
-    mechanism is in use elsewhere (LlamaIndex: a ``recall_scope`` block in another thread), a
-    call that finds no per-request scope raises :class:`~shared_core.ScopeError` instead of using
-    the constructor's scope: a thread-pool worker that lost its request's context must not
-    answer as another identity.
+    An *explicit* scope is an argument of the call (``invoke(q, scope=...)``,
+    ``vector_store_kwargs={"scope": ...}``). An *ambient* one travels with the request's context
+    (LangChain's ``config["configurable"]["scope"]``, LlamaIndex's ``recall_scope``), and a
+    context is lost where a thread pool does not copy it. So once a component has served an
+    ambient scope, or while ``active()`` says one is in use elsewhere (a ``recall_scope`` block in
+    another thread), a call that finds neither raises :class:`~shared_core.ScopeError` instead of
+    using the constructor's scope: a worker that lost its request must not answer as another
+    identity.
 
     Args:
-        default: the constructor's scope (``None``: per request only).
-        active: whether a per-request scope mechanism is in use anywhere.
+        default: the constructor's scope (``None``: per call or per request only).
+        active: whether an ambient scope mechanism is in use anywhere.
     """
 
     def __init__(self, default: Any, *, active: Callable[[], bool] = lambda: False) -> None:
         self.default: Scope | None = coerce_scope(default) if default is not None else None
         self._active = active
-        self._per_request = False
+        self._ambient_seen = False
 
-    def resolve(self, requested: Any = None) -> Scope:
-        """The scope of this call.
+    def resolve(self, explicit: Any = None, ambient: Any = None) -> Scope:
+        """The scope of this call: ``explicit``, else ``ambient``, else the constructor's.
 
         Raises:
-            ScopeError: with no scope at all, an incomplete one, or no per-request scope where
-                one is in use (see the class docstring).
+            ScopeError: with no scope at all, an incomplete one, or no ambient scope where one
+                is in use (see the class docstring).
         """
-        if requested is not None:
-            scope = coerce_scope(requested)
-            self._per_request = True
+        if explicit is not None:
+            return coerce_scope(explicit)
+        if ambient is not None:
+            scope = coerce_scope(ambient)
+            self._ambient_seen = True
             return scope
         if self.default is None:
             raise ScopeError("no scope: give scope= to the component, or one per request (there is no unscoped search)")
-        if self._per_request or self._active():
+        if self._ambient_seen or self._active():
             raise ScopeError(
                 "no per-request scope found for this call, while this component serves per-request "
                 "scopes; it does not fall back to its constructor scope (a worker thread or task that "

@@ -137,7 +137,7 @@ class RecallGateCompressor(BaseDocumentCompressor):
         Raises:
             ScopeError: if there is no scope (see the class docstring).
         """
-        scope = self._scopes.resolve(config_scope(None))
+        scope = self._scopes.resolve(None, config_scope(None))
         docs, result = self._run(documents, query, scope)
         dispatch_audit_to(result.audit, callbacks)
         return docs
@@ -146,7 +146,7 @@ class RecallGateCompressor(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """Async :meth:`compress_documents` (gating runs in a worker thread)."""
-        scope = self._scopes.resolve(config_scope(None))
+        scope = self._scopes.resolve(None, config_scope(None))
         docs, result = await asyncio.to_thread(self._run, documents, query, scope)
         await adispatch_audit_to(result.audit, callbacks)
         return docs

@@ -15,8 +15,8 @@ are read in the seeds' flat ``MemoryHit`` shape: ``user_id``, ``agent_id``, ``me
 rejected as ``invalid``, or, with ``plain_documents="owned"``, read as an approved memory of the
 component's configured scope (see :func:`~._common.read_fields`).
 
-Documents handed back carry the user's own metadata (the codec's keys removed) plus the
-provenance under :data:`PROVENANCE_KEY`.
+Documents handed back carry the user's own metadata (the codec's keys removed; a non-empty
+``title`` kept, as screened) plus the provenance under :data:`PROVENANCE_KEY`.
 """
 
 from __future__ import annotations
@@ -93,8 +93,12 @@ def to_candidate(
 
 
 def shown_document(doc: Document) -> Document:
-    """A copy of a stored document as users see it: the codec's keys removed from a gated record."""
-    meta = user_metadata(doc.metadata) if is_encoded(doc.metadata) else dict(doc.metadata)
+    """A copy of a stored document as users see it: a gated record's codec keys removed, its title kept."""
+    if not is_encoded(doc.metadata):
+        return Document(id=doc.id, page_content=doc.page_content, metadata=dict(doc.metadata))
+    meta = user_metadata(doc.metadata)
+    if doc.metadata.get("title"):
+        meta["title"] = doc.metadata["title"]  # the screened title: what the user wrote, masked
     return Document(id=doc.id, page_content=doc.page_content, metadata=meta)
 
 
@@ -135,11 +139,11 @@ def config_scope(config: RunnableConfig | None) -> Any:
 
 
 def with_config_scope(config: RunnableConfig | None, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` with ``scope`` from ``config["configurable"]["scope"]`` unless given per call."""
+    """``kwargs`` plus ``ambient_scope``: ``config["configurable"]["scope"]`` (the per-call ``scope`` wins)."""
     if kwargs.get("scope") is not None:
         return kwargs
     scope = config_scope(config)
-    return kwargs if scope is None else {**kwargs, "scope": scope}
+    return kwargs if scope is None else {**kwargs, "ambient_scope": scope}
 
 
 def gate_documents(

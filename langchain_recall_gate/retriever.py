@@ -207,10 +207,11 @@ class GatedRetriever(BaseRetriever):
         *,
         run_manager: CallbackManagerForRetrieverRun,
         scope: Scope | Mapping[str, Any] | None = None,
+        ambient_scope: Scope | Mapping[str, Any] | None = None,
         k: int | None = None,
         dry_run: bool | None = None,
     ) -> list[Document]:
-        scope_obj = self._scopes.resolve(scope)  # before any retrieval (R1)
+        scope_obj = self._scopes.resolve(scope, ambient_scope)  # before any retrieval (R1)
         if self.store is not None:
             result = self._query_store(self.store, query, scope_obj, k, dry_run)
             dispatch_audit(result.audit, run_manager)
@@ -226,10 +227,11 @@ class GatedRetriever(BaseRetriever):
         *,
         run_manager: AsyncCallbackManagerForRetrieverRun,
         scope: Scope | Mapping[str, Any] | None = None,
+        ambient_scope: Scope | Mapping[str, Any] | None = None,
         k: int | None = None,
         dry_run: bool | None = None,
     ) -> list[Document]:
-        scope_obj = self._scopes.resolve(scope)  # before any retrieval (R1)
+        scope_obj = self._scopes.resolve(scope, ambient_scope)  # before any retrieval (R1)
         if self.store is not None:
             result = await asyncio.to_thread(self._query_store, self.store, query, scope_obj, k, dry_run)
             await adispatch_audit(result.audit, run_manager)

@@ -40,6 +40,7 @@ from ._common import (
 )
 from .callbacks import adispatch_audit, dispatch_audit
 from .convert import (
+    config_scope,
     document_id,
     gate_documents,
     hit_document,
@@ -379,7 +380,7 @@ class GatedVectorStore(VectorStore):
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """Documents by id, as stored (codec keys removed). Not gated: for operators, not for a model."""
         if self.store is not None:
-            space = self._scopes.resolve(None).memory_space_id
+            space = self._scopes.resolve(None, config_scope(None)).memory_space_id
             return [record_document(r) for r in self.store.get(list(ids), memory_space_id=space)]
         assert self.inner is not None
         return [shown_document(d) for d in self.inner.get_by_ids(ids)]
@@ -591,17 +592,23 @@ class GatedVectorStoreRetriever(VectorStoreRetriever):
         """Async :meth:`invoke`."""
         return await super().ainvoke(input, config, **with_config_scope(config, kwargs))
 
+    def _kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        merged = self.search_kwargs | kwargs
+        ambient = merged.pop("ambient_scope", None)
+        merged["scope"] = self.vectorstore._scopes.resolve(merged.pop("scope", None), ambient)
+        return merged
+
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        found, result = self.vectorstore.similarity_search_with_result(query, **(self.search_kwargs | kwargs))
+        found, result = self.vectorstore.similarity_search_with_result(query, **self._kwargs(kwargs))
         dispatch_audit(result.audit, run_manager)
         return [doc for doc, _ in found]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        found, result = await self.vectorstore.asimilarity_search_with_result(query, **(self.search_kwargs | kwargs))
+        found, result = await self.vectorstore.asimilarity_search_with_result(query, **self._kwargs(kwargs))
         await adispatch_audit(result.audit, run_manager)
         return [doc for doc, _ in found]
 

@@ -78,9 +78,7 @@ def via_llamaindex(case: dict[str, Any], *, run_async: bool = False) -> Outcome:
         else:
             out = retriever.retrieve(case_query(case))
     [event] = collector.audits()
-    record = AuditRecord.model_validate(
-        {k: v for k, v in event.model_dump().items() if k in AuditRecord.model_fields}
-    )
+    record = event.record
     assert [n.node.node_id for n in out] == list(record.accepted_ids)
     return _outcome(record, [_comparable(n.node.metadata["recall_gate"]) for n in out])
 

@@ -266,6 +266,11 @@ class GatedVectorStore(BasePydanticVectorStore):
         return self._inner
 
     @property
+    def scope(self) -> Scope | None:
+        """The constructor's scope."""
+        return self._scopes.default  # type: ignore[no-any-return]
+
+    @property
     def gate(self) -> RecallGate:
         """The recall gate applied to queries."""
         return self._gate

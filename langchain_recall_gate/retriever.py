@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
+import sys
 import time
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -41,21 +43,16 @@ from ._common import (
 from .callbacks import adispatch_audit, dispatch_audit
 from .convert import gate_documents, hit_document, with_config_scope
 
-__all__ = ["GatedRetriever", "outside_tracing"]
+__all__ = ["GatedRetriever", "arun_outside", "run_outside"]
+
+_T = TypeVar("_T")
 
 _log = logging.getLogger("langchain_recall_gate")
 _WRAPPED_ONLY = ("gate", "weights", "names", "fusion", "embedding", "score_key", "lexical_key", "id_key")
 
 
 @contextlib.contextmanager
-def outside_tracing() -> Iterator[None]:
-    """Run a block outside the caller's callback tree and tracing (R9, issue 13 "tracing leaks").
-
-    The wrapped retrievers see every candidate, including other users' memories and rejected
-    ones: their own runs must not reach the caller's callback handlers, ``astream_events``
-    consumers or a LangSmith tracer. Inside this block the running chain's config and the
-    tracing context are cleared; calls made in it pass their own ``callbacks``.
-    """
+def _no_tracing() -> Iterator[None]:
     tokens = (var_child_runnable_config.set(None), tracing_v2_callback_var.set(None))
     try:
         with tracing_context(enabled=False, parent=False):
@@ -63,6 +60,36 @@ def outside_tracing() -> Iterator[None]:
     finally:
         tracing_v2_callback_var.reset(tokens[1])
         var_child_runnable_config.reset(tokens[0])
+
+
+def _quiet(fn: Callable[[], _T]) -> _T:
+    with _no_tracing():
+        return fn()
+
+
+def run_outside(fn: Callable[[], _T]) -> _T:
+    """Run ``fn`` outside the caller's callback tree and tracing (R9, issue 13 "tracing leaks").
+
+    The wrapped retrievers see every candidate, including other users' memories and rejected
+    ones: their own runs must not reach the caller's callback handlers, ``astream_events``
+    consumers, ``collect_runs`` or a LangSmith tracer. ``fn`` runs in an empty
+    :class:`contextvars.Context` (no running chain config, no tracing context) with LangSmith
+    tracing off; calls made in it pass their own ``callbacks``. (LangChain's global
+    ``set_debug``/``set_verbose`` console output is not a context and still prints.)
+    """
+    return contextvars.Context().run(_quiet, fn)
+
+
+async def arun_outside(fn: Callable[[], Awaitable[_T]]) -> _T:
+    """Async :func:`run_outside` (Python 3.10 has no task context: the known variables are cleared instead)."""
+
+    async def quiet() -> _T:
+        with _no_tracing():
+            return await fn()
+
+    if sys.version_info >= (3, 11):
+        return await asyncio.create_task(quiet(), context=contextvars.Context())
+    return await quiet()
 
 
 class GatedRetriever(BaseRetriever):
@@ -92,9 +119,9 @@ class GatedRetriever(BaseRetriever):
     non-empty list logs one warning (logger ``langchain_recall_gate``) with the counts by reason
     and, when it applies, what to add. :meth:`preview` is the dry run (R10).
 
-    **Tracing**: the wrapped retrievers run outside the caller's callback tree (their runs never
-    reach the caller's handlers, ``astream_events`` or LangSmith: they see ungated text); pass
-    ``inner_callbacks`` to trace them to handlers of your own.
+    **Tracing**: the wrapped retrievers run outside the caller's callback tree (:func:`run_outside`:
+    their runs never reach the caller's handlers, ``astream_events`` or LangSmith, since they see
+    ungated text); pass ``inner_callbacks`` to trace them to handlers of your own.
 
     Attributes:
         retrievers: the retrievers to wrap (one or several); or use ``store``.
@@ -238,11 +265,10 @@ class GatedRetriever(BaseRetriever):
             return [hit_document(h, provenance=self.provenance) for h in result.accepted]
         started = time.perf_counter()
 
-        async def fetch(retriever: BaseRetriever) -> list[Document]:
-            with outside_tracing():
-                return await retriever.ainvoke(query, config=self._inner_config())
+        def fetch(retriever: BaseRetriever) -> Callable[[], Awaitable[list[Document]]]:
+            return lambda: retriever.ainvoke(query, config=self._inner_config())
 
-        channels = list(await asyncio.gather(*(fetch(r) for r in self.retrievers)))
+        channels = list(await asyncio.gather(*(arun_outside(fetch(r)) for r in self.retrievers)))
         docs, result = await asyncio.to_thread(
             self._gate_channels, query, channels, scope_obj, k, dry_run, started
         )
@@ -253,9 +279,8 @@ class GatedRetriever(BaseRetriever):
         return {"callbacks": self.inner_callbacks or []}
 
     def _fetch(self, query: str) -> list[list[Document]]:
-        """The wrapped retrievers' results, each run outside the caller's tracing."""
-        with outside_tracing():
-            return [r.invoke(query, config=self._inner_config()) for r in self.retrievers]
+        """The wrapped retrievers' results, run outside the caller's tracing."""
+        return run_outside(lambda: [r.invoke(query, config=self._inner_config()) for r in self.retrievers])
 
     def _query_store(
         self, store: MemoryStore, query: str, scope: Scope, k: int | None, dry_run: bool | None

@@ -13,9 +13,41 @@ from typing import Any
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.embeddings import BaseEmbedding
 
-from shared_core.embedding import Embedder, default_embedding
+from shared_core.embedding import Embedder, as_embedder, default_embedding
 
-__all__ = ["MiniLMEmbedding"]
+from ._common import core_embedder
+
+__all__ = ["MiniLMEmbedding", "gate_embedder"]
+
+
+class _Quiet:
+    """A LlamaIndex embedding called through its own hooks, outside LlamaIndex instrumentation.
+
+    ``BaseEmbedding.get_text_embedding_batch`` dispatches ``EmbeddingEndEvent`` with every text it
+    embeds; the gate embeds every *candidate* (other users' memories and rejected ones
+    included), so it calls ``_get_text_embeddings`` / ``_get_query_embedding``, the methods
+    LlamaIndex embeddings implement, and nothing of the candidates reaches event handlers.
+    """
+
+    def __init__(self, model: BaseEmbedding) -> None:
+        self.model = model
+        self.model_name = model.model_name
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.model._get_text_embeddings(list(texts))
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.model._get_query_embedding(text)
+
+
+def gate_embedder(embed_model: Any) -> Embedder:
+    """The core embedder of an embedding, called outside LlamaIndex instrumentation (see :class:`_Quiet`)."""
+    if isinstance(embed_model, MiniLMEmbedding):
+        return embed_model.core_embedder
+    if isinstance(embed_model, BaseEmbedding):
+        name = embed_model.model_name if embed_model.model_name not in ("", "unknown") else None
+        return as_embedder(_Quiet(embed_model), name=name or type(embed_model).__name__)
+    return core_embedder(embed_model)
 
 
 class MiniLMEmbedding(BaseEmbedding):

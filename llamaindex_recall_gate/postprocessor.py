@@ -18,13 +18,13 @@ from ._common import (
     PlainMode,
     ScopeSource,
     check_plain,
-    core_embedder,
     default_gate,
     plain_defaults,
     positive_int,
     recall_feedback,
 )
 from .convert import candidate_from_node, gated_nodes, plain_count
+from .embeddings import gate_embedder
 from .events import dispatch_audit
 from .retriever import embed_model_option
 from .scope import ScopeLike, current_scope, scope_source
@@ -119,7 +119,7 @@ class RecallGatePostprocessor(BaseNodePostprocessor):
         }
         super().__init__(**fields)
         self._scopes = scopes
-        self._embedder = core_embedder(embed_model) if embed_model is not None else None
+        self._embedder = gate_embedder(embed_model) if embed_model is not None else None
         self._gate = default_gate(gate, embed_model, self._embedder)
 
     @classmethod

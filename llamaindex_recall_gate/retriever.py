@@ -23,13 +23,13 @@ from shared_core.timeutil import to_utc
 from ._common import (
     PlainMode,
     check_plain,
-    core_embedder,
     default_gate,
     plain_defaults,
     positive_int,
     recall_feedback,
 )
 from .convert import candidate_from_node, gated_nodes, node_from_hit, plain_count
+from .embeddings import gate_embedder
 from .events import dispatch_audit
 from .scope import ScopeLike, current_scope, recall_scope, scope_source
 
@@ -198,7 +198,7 @@ class GatedRetriever(BaseRetriever):
         check_plain(plain_documents, self._scopes.default)
         self._retrievers: tuple[BaseRetriever, ...] = tuple(inner)
         self._store = store
-        self._embedder = core_embedder(embed_model) if embed_model is not None else None
+        self._embedder = gate_embedder(embed_model) if embed_model is not None else None
         self._gate = store.gate if store is not None else default_gate(gate, embed_model, self._embedder)
         self._weights = list(weights) if weights is not None else None
         self._names = list(names) if names is not None else None

@@ -39,7 +39,6 @@ from shared_core.write.ledger import InMemoryLedger, Ledger
 from ._common import (
     PlainMode,
     check_plain,
-    core_embedder,
     default_gate,
     plain_defaults,
     positive_int,
@@ -56,6 +55,7 @@ from .convert import (
     stored_node,
     write_item_from_node,
 )
+from .embeddings import gate_embedder
 from .events import dispatch_audit
 from .retriever import embed_model_option
 from .scope import ScopeLike, current_scope, scope_source
@@ -233,7 +233,7 @@ class GatedVectorStore(BasePydanticVectorStore):
             return
         assert vector_store is not None
         self._inner = vector_store
-        self._embedder = core_embedder(embed_model)
+        self._embedder = gate_embedder(embed_model)
         self._gate = default_gate(gate, embed_model, self._embedder, sinks=sinks, **({} if clock is None else {"clock": clock}))
         self._target = NodeStoreTarget(vector_store, self._embedder, ledger=ledger or InMemoryLedger())
         self._writer = WriteGate(

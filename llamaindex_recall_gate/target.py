@@ -5,8 +5,9 @@
 neighbours (``query`` with the partition as ``MetadataFilters``), upserts (``delete_nodes`` of
 the ids already there, then ``add``: stores such as Chroma ignore an ``add`` of an existing id)
 and deletes (``delete_nodes``). A store that keeps no text (``SimpleVectorStore``) gets a private
-document store holding exactly the nodes the write gate stored, so text, filters and lookups work
-and no index docstore is ever needed.
+document store (one per store object, shared by every filter over it) holding exactly the nodes
+the write gate stored, so text, filters and lookups work and no index docstore is ever needed.
+It lives in process, as the ``SimpleVectorStore`` itself does until persisted.
 
 Stored vectors are the store's ``embed_model`` embedding of the record's title and body (the
 index's own embedding of the text as it arrived is discarded: a masked text must not be stored
@@ -15,6 +16,8 @@ with the vector of its unmasked form).
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -53,6 +56,25 @@ def to_filters(where: Where) -> MetadataFilters:
     return MetadataFilters(filters=out)
 
 
+_DOCSTORES: dict[int, SimpleDocumentStore] = {}
+_DOCSTORES_LOCK = threading.Lock()
+
+
+def shared_docstore(inner: BasePydanticVectorStore) -> SimpleDocumentStore:
+    """The private document store of a text-less inner store, one per store object.
+
+    Every write filter over the same ``SimpleVectorStore`` shares it, so ownership checks see
+    what any of them stored (a second filter must not overwrite the first one's memories).
+    """
+    with _DOCSTORES_LOCK:
+        key = id(inner)
+        found = _DOCSTORES.get(key)
+        if found is None:
+            found = _DOCSTORES[key] = SimpleDocumentStore()
+            weakref.finalize(inner, _DOCSTORES.pop, key, None)
+        return found
+
+
 def _overrides(store: BasePydanticVectorStore, method: str) -> bool:
     return getattr(type(store), method, None) is not getattr(BasePydanticVectorStore, method, None)
 
@@ -68,7 +90,7 @@ class NodeStoreTarget(ForeignTarget):
 
     def __init__(self, inner: BasePydanticVectorStore, embedder: Embedder, *, ledger: Ledger) -> None:
         self.inner = inner
-        self.docstore: SimpleDocumentStore | None = None if inner.stores_text else SimpleDocumentStore()
+        self.docstore: SimpleDocumentStore | None = None if inner.stores_text else shared_docstore(inner)
         super().__init__(
             embedder, ledger=ledger, can_scan=self.docstore is not None or _overrides(inner, "get_nodes")
         )

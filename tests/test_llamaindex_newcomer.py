@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -102,7 +102,7 @@ def test_embedding_alias_is_deprecated() -> None:
 
 
 class _ThreadRecorder(HashLlamaEmbedding):
-    seen: list[int] = []
+    seen: ClassVar[list[int]] = []
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         self.seen.append(threading.get_ident())

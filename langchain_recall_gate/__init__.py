@@ -11,7 +11,8 @@ from .callbacks import AUDIT_EVENT, AuditCallbackHandler
 from .compressor import RecallGateCompressor
 from .embeddings import MiniLMEmbeddings
 from .retriever import GatedRetriever
-from .vectorstore import GatedVectorStore, GatedVectorStoreRetriever
+from .vectorstore import GatedVectorStore
+from .vectorstore_retriever import GatedVectorStoreRetriever
 
 __all__ = [
     "AUDIT_EVENT",

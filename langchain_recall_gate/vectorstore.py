@@ -7,13 +7,11 @@ import contextlib
 import logging
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.runnables import RunnableConfig
-from langchain_core.vectorstores import InMemoryVectorStore, VectorStore, VectorStoreRetriever
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from shared_core import ConfigBook, GateResult, Origin, RecallGate, Scope, Tier
 from shared_core.audit import AuditSink
@@ -38,7 +36,6 @@ from ._common import (
     write_feedback,
     write_fields,
 )
-from .callbacks import adispatch_audit, dispatch_audit
 from .convert import (
     config_scope,
     document_id,
@@ -46,11 +43,11 @@ from .convert import (
     hit_document,
     record_document,
     shown_document,
-    with_config_scope,
 )
 from .target import VectorStoreTarget, combine_filters, native_filter
+from .vectorstore_retriever import GatedVectorStoreRetriever
 
-__all__ = ["GatedVectorStore", "GatedVectorStoreRetriever"]
+__all__ = ["GatedVectorStore"]
 
 ScoredDocs = list[tuple[Document, float | None]]
 ScopeLike = Scope | Mapping[str, Any]
@@ -67,16 +64,13 @@ class GatedVectorStore(VectorStore):
     Wrap any LangChain vector store (``GatedVectorStore(inner, scope=...)``) or expose the memory
     store (``GatedVectorStore.from_store(store, scope=...)``).
 
-    **Writes** (``add_documents``, ``add_texts`` and async twins) run the core's write gate
-    (:class:`~shared_core.write.gate.WriteGate`) over the inner store, with the same lifecycle as
-    :class:`~shared_core.store.MemoryStore`: secrets rejected, injections and untrusted notes
-    quarantined for review (:meth:`quarantine_list`, :meth:`quarantine_approve`, with a TTL),
-    PII masked, dedup and supersede against stored memories, tombstones, lineage and
-    :meth:`forget`. Each document becomes a write candidate: page content = body, metadata keys
-    named like :class:`~shared_core.write.MemoryCandidate` fields (``title``, ``status``,
-    ``tags``, ``supersedes``, ``source_record_id``...) fill those fields over ``write_defaults``;
-    the id is ``ids[i]``, else ``Document.id`` / ``metadata[id_key]``, else the core's
-    deterministic id of the text.
+    **Writes** (``add_documents``, ``add_texts``, async twins) run the core's write gate over the
+    inner store, with :class:`~shared_core.store.MemoryStore`'s lifecycle: secrets rejected,
+    injections and untrusted notes held for review (:meth:`quarantine_list`,
+    :meth:`quarantine_approve`, TTL), PII masked, dedup and supersede, tombstones, lineage,
+    :meth:`forget`. Page content = body; metadata keys named like
+    :class:`~shared_core.write.MemoryCandidate` fields fill those fields over ``write_defaults``;
+    the id is ``ids[i]``, else ``Document.id`` / ``metadata[id_key]``, else the core's id of the text.
 
     **Authority** (R1, W3) comes from this filter, never from the documents: every write is in
     the caller's scope (a document whose metadata names another owner is rejected
@@ -89,7 +83,7 @@ class GatedVectorStore(VectorStore):
     :class:`~shared_core.store.MemoryStore` (see :mod:`langchain_recall_gate.target`).
 
     ``add_documents`` returns the ids of the memories the documents are now in (written, updated
-    or merged into); every outcome is in :meth:`add_documents_with_decisions`. A batch that stores
+    or merged into; every outcome: :meth:`add_documents_with_decisions`); a batch that stores
     nothing logs one warning with the counts by action and reason.
 
     **Searches** (``similarity_search``, ``similarity_search_with_score``, ``as_retriever()``)
@@ -100,8 +94,7 @@ class GatedVectorStore(VectorStore):
     with documents are the inner store's own; the gate thresholds on the cosine it computes with
     ``embedding`` (default: the inner store's embeddings).
 
-    ``get_by_ids`` is an id lookup for operators and indexing, *not* gated (like
-    ``MemoryStore.get``): never hand its output to a model.
+    ``get_by_ids`` is an ungated id lookup for operators (like ``MemoryStore.get``), not for a model.
 
     Args:
         inner: the vector store to wrap (or ``store=``).
@@ -207,6 +200,8 @@ class GatedVectorStore(VectorStore):
         self.provenance = provenance
         self.plain_documents = plain_documents
         self._target: VectorStoreTarget | None = None
+        self.last_decisions: list[WriteDecision] = []
+        """The decisions of the last write (kept for convenience; concurrent writers: use the return value)."""
         if store is not None:
             self.writer: WriteGate = store.writer
         else:
@@ -255,6 +250,10 @@ class GatedVectorStore(VectorStore):
     def embeddings(self) -> Embeddings | None:
         """The inner store's embeddings (``None`` over a memory store)."""
         return self.inner.embeddings if self.inner is not None else None
+
+    def resolve_scope(self, explicit: Any = None, ambient: Any = None) -> Scope:
+        """The scope of one call (see :class:`~._common.ScopeSource`: fails closed)."""
+        return self._scopes.resolve(explicit, ambient)
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -313,6 +312,7 @@ class GatedVectorStore(VectorStore):
         line = write_feedback(decisions, "GatedVectorStore")
         if line is not None:
             _log.warning(line)
+        self.last_decisions = decisions
         return decisions
 
     async def aadd_documents_with_decisions(self, documents: list[Document], **kwargs: Any) -> list[WriteDecision]:
@@ -545,7 +545,7 @@ class GatedVectorStore(VectorStore):
         """Dry run (R10): the gate result of a search, with every rejection and its reasons."""
         return self.similarity_search_with_result(query, k, scope=scope, dry_run=True, **kwargs)[1]
 
-    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:  # the inner store's
         if self.inner is None:
             return lambda score: score
         return self.inner._select_relevance_score_fn()
@@ -571,44 +571,3 @@ def _scored(found: ScoredDocs) -> list[tuple[Document, float]]:
 
 def _kept_ids(decisions: Sequence[WriteDecision]) -> list[str]:
     return [d.id for d in decisions if d.action in _KEPT and d.id is not None]
-
-
-class GatedVectorStoreRetriever(VectorStoreRetriever):
-    """The retriever of a :class:`GatedVectorStore`: gated similarity search plus audit events.
-
-    Made by :meth:`GatedVectorStore.as_retriever`. Each call dispatches one ``recall_gate.audit``
-    custom event. ``scope`` may come from ``search_kwargs``, the call's keyword arguments or
-    ``config["configurable"]["scope"]`` (per call wins).
-    """
-
-    vectorstore: GatedVectorStore
-    allowed_search_types: ClassVar[tuple[str, ...]] = ("similarity",)
-
-    def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
-        """Retrieve and gate; ``scope`` and ``k`` may be given per call."""
-        return super().invoke(input, config, **with_config_scope(config, kwargs))
-
-    async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
-        """Async :meth:`invoke`."""
-        return await super().ainvoke(input, config, **with_config_scope(config, kwargs))
-
-    def _kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        merged = self.search_kwargs | kwargs
-        ambient = merged.pop("ambient_scope", None)
-        merged["scope"] = self.vectorstore._scopes.resolve(merged.pop("scope", None), ambient)
-        return merged
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
-    ) -> list[Document]:
-        found, result = self.vectorstore.similarity_search_with_result(query, **self._kwargs(kwargs))
-        dispatch_audit(result.audit, run_manager)
-        return [doc for doc, _ in found]
-
-    async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
-    ) -> list[Document]:
-        found, result = await self.vectorstore.asimilarity_search_with_result(query, **self._kwargs(kwargs))
-        await adispatch_audit(result.audit, run_manager)
-        return [doc for doc, _ in found]
-

@@ -21,6 +21,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tracers.context import tracing_v2_callback_var
+from langsmith import utils as ls_utils
 from langsmith.run_helpers import tracing_context
 from pydantic import Field, PrivateAttr
 
@@ -55,7 +56,10 @@ _WRAPPED_ONLY = ("gate", "weights", "names", "fusion", "embedding", "score_key",
 def _no_tracing() -> Iterator[None]:
     tokens = (var_child_runnable_config.set(None), tracing_v2_callback_var.set(None))
     try:
-        with tracing_context(enabled=False, parent=False):
+        if ls_utils.tracing_is_enabled():  # LangSmith on (environment or context): switch it off here
+            with tracing_context(enabled=False, parent=False):
+                yield
+        else:
             yield
     finally:
         tracing_v2_callback_var.reset(tokens[1])

@@ -6,11 +6,13 @@ surface is pinned by ``tests/test_langchain_api.py``.
 
 from __future__ import annotations
 
+from ._common import PROVENANCE_KEY
 from .callbacks import AUDIT_EVENT, AuditCallbackHandler
 from .compressor import RecallGateCompressor
-from .convert import PROVENANCE_KEY
+from .embeddings import MiniLMEmbeddings
 from .retriever import GatedRetriever
-from .vectorstore import GatedVectorStore, GatedVectorStoreRetriever
+from .vectorstore import GatedVectorStore
+from .vectorstore_retriever import GatedVectorStoreRetriever
 
 __all__ = [
     "AUDIT_EVENT",
@@ -19,5 +21,6 @@ __all__ = [
     "GatedRetriever",
     "GatedVectorStore",
     "GatedVectorStoreRetriever",
+    "MiniLMEmbeddings",
     "RecallGateCompressor",
 ]

@@ -3,6 +3,7 @@
 from llamaindex_recall_gate.base import (
     GatedRetriever,
     GatedVectorStore,
+    MiniLMEmbedding,
     RecallGateAuditEvent,
     RecallGatePostprocessor,
     recall_scope,
@@ -11,6 +12,7 @@ from llamaindex_recall_gate.base import (
 __all__ = [
     "GatedRetriever",
     "GatedVectorStore",
+    "MiniLMEmbedding",
     "RecallGateAuditEvent",
     "RecallGatePostprocessor",
     "recall_scope",

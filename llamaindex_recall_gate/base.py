@@ -5,6 +5,7 @@
 * :class:`RecallGatePostprocessor` — the recall gate as a node postprocessor.
 * :class:`GatedVectorStore` — write gate and recall gate around any LlamaIndex vector store.
 * :class:`RecallGateAuditEvent` — the audit record as an instrumentation event.
+* :class:`MiniLMEmbedding` — the bundled offline embedding as a ``BaseEmbedding``.
 * :func:`recall_scope` — the scope of every gated component called inside a ``with`` block.
 
 Everything that decides lives in :mod:`shared_core`; these classes convert and delegate.
@@ -12,6 +13,7 @@ Everything that decides lives in :mod:`shared_core`; these classes convert and d
 
 from __future__ import annotations
 
+from .embeddings import MiniLMEmbedding
 from .events import RecallGateAuditEvent
 from .postprocessor import RecallGatePostprocessor
 from .retriever import GatedRetriever
@@ -21,6 +23,7 @@ from .vector_store import GatedVectorStore
 __all__ = [
     "GatedRetriever",
     "GatedVectorStore",
+    "MiniLMEmbedding",
     "RecallGateAuditEvent",
     "RecallGatePostprocessor",
     "recall_scope",

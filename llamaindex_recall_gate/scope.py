@@ -8,10 +8,17 @@ take a scope at construction, and :func:`recall_scope` sets one for everything c
 
 The per-request scope wins over the constructor's. With neither, the core raises
 :class:`shared_core.ScopeError` before any retrieval work: there is no unscoped search.
+
+**Fail closed.** A thread-pool worker does not inherit a context variable unless the code that
+started it copied the context (``contextvars.copy_context().run``). So while any
+:func:`recall_scope` block is active in the process, and once a component has served a
+per-request scope, a call that finds no per-request scope raises ``ScopeError`` instead of using
+the component's constructor scope (another identity): propagate the context to your workers.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -19,11 +26,15 @@ from typing import Any
 
 from shared_core import Scope, coerce_scope
 
-__all__ = ["current_scope", "recall_scope", "resolve_scope"]
+from ._common import ScopeSource
+
+__all__ = ["ScopeLike", "current_scope", "per_request_active", "recall_scope", "scope_source"]
 
 ScopeLike = Scope | Mapping[str, Any]
 
 _SCOPE: ContextVar[Scope | None] = ContextVar("recall_gate_scope", default=None)
+_active = 0
+_active_lock = threading.Lock()
 
 
 @contextmanager
@@ -37,23 +48,29 @@ def recall_scope(scope: ScopeLike) -> Iterator[Scope]:
     Raises:
         ScopeError: if ``scope`` is missing or incomplete.
     """
+    global _active
     scope_obj = coerce_scope(scope)
     token = _SCOPE.set(scope_obj)
+    with _active_lock:
+        _active += 1
     try:
         yield scope_obj
     finally:
+        with _active_lock:
+            _active -= 1
         _SCOPE.reset(token)
 
 
 def current_scope() -> Scope | None:
-    """The scope set by the innermost active :func:`recall_scope`, if any."""
+    """The scope set by the innermost active :func:`recall_scope` of this context, if any."""
     return _SCOPE.get()
 
 
-def resolve_scope(default: Scope | None) -> Scope:
-    """The scope of this call: the per-request one, else ``default``.
+def per_request_active() -> bool:
+    """True while a :func:`recall_scope` block is active anywhere in the process."""
+    return _active > 0
 
-    Raises:
-        ScopeError: if there is neither (never an unscoped search).
-    """
-    return coerce_scope(_SCOPE.get() or default)
+
+def scope_source(default: ScopeLike | None) -> ScopeSource:
+    """A component's scope source: per request (:func:`recall_scope`), else ``default``, failing closed."""
+    return ScopeSource(default, active=per_request_active)

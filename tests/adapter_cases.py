@@ -16,7 +16,7 @@ framework:
   table and of an audit record, compared exactly as ``tests/test_gate_cases.py`` does;
 * :func:`adapter_gap` -> why a case cannot give the table's answer through an adapter (use it as
   a strict ``xfail`` reason), or ``None``; ``path=`` adds the gaps of one framework path
-  (:data:`PATH_GAPS`, e.g. LlamaIndex's ``retrieve()`` dedups node ids before any wrapper).
+  (:data:`PATH_GAPS`).
 
 Example (any framework)::
 
@@ -72,15 +72,12 @@ History: ``lexical_score_can_pass`` needed ``gate_candidates(lexical_key=...)`` 
 to the gate; both are in the core now."""
 
 
-PATH_GAPS: dict[str, dict[str, str]] = {
-    "llama_index.retrieve": {
-        "duplicate_id_keeps_first": (
-            "llama_index.core BaseRetriever.retrieve() drops a repeated node_id (keeps the first; "
-            "base_retriever._handle_recursive_retrieval) before a wrapping retriever sees the results"
-        ),
-    },
-}
-"""Gaps of one framework path only (the framework itself changes the input), by path label."""
+PATH_GAPS: dict[str, dict[str, str]] = {"llama_index.retrieve": {}}
+"""Gaps of one framework path only (the framework itself changes the input), by path label.
+
+History: ``llama_index.retrieve`` lost ``duplicate_id_keeps_first`` while the gated retriever
+called the wrapped one's ``retrieve()``, which drops a repeated node id; it now calls the
+wrapped retriever's ``_retrieve`` (outside the caller's instrumentation), which keeps it."""
 
 
 class CaseNotConvertible(ValueError):

@@ -15,6 +15,7 @@ EXPECTED = {
     "GatedRetriever",
     "GatedVectorStore",
     "GatedVectorStoreRetriever",
+    "MiniLMEmbeddings",
     "RecallGateCompressor",
 }
 

@@ -9,7 +9,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_doubles import EventRecorder
 from langchain_tests.integration_tests import RetrieversIntegrationTests
-from stores import SCOPE, TRUSTED, make_store, mem
+from stores import SCOPE, make_store, mem
 
 from langchain_recall_gate import AUDIT_EVENT, PROVENANCE_KEY, GatedRetriever, GatedVectorStore
 from shared_core import RecallGate, ScopeError
@@ -81,8 +81,8 @@ def test_store_retriever_refuses_a_second_gate(store: MemoryStore) -> None:
 
 def test_gated_vectorstore_over_the_store_writes_through_the_write_gate(store: MemoryStore) -> None:
     """add_documents goes through the store's write gate; a secret is rejected, PII masked (W1, W4)."""
-    vs = GatedVectorStore.from_store(store, scope=SCOPE, write_defaults=TRUSTED)
-    ids = vs.add_documents(
+    vs = GatedVectorStore.from_store(store, scope=SCOPE, origin="user_explicit", cited=True)
+    secret, pii = vs.add_documents_with_decisions(
         [
             Document(page_content=f"deploy key {SECRET}"),
             Document(
@@ -90,7 +90,7 @@ def test_gated_vectorstore_over_the_store_writes_through_the_write_gate(store: M
             ),
         ]
     )
-    secret, pii = vs.last_decisions
+    ids = [pii.id]
     assert secret.action is WriteAction.REJECT and pii.stored and WriteReason.PII_MASKED in pii.reasons
     assert ids == [pii.id]
     [doc] = vs.get_by_ids(ids)
@@ -101,20 +101,20 @@ def test_gated_vectorstore_over_the_store_writes_through_the_write_gate(store: M
 
 def test_gated_vectorstore_over_the_store_deletes_with_tombstones(store: MemoryStore) -> None:
     """delete(ids) over a memory store tombstones the ids: the same memory cannot come back (L2)."""
-    vs = GatedVectorStore.from_store(store, scope=SCOPE, write_defaults=TRUSTED)
+    vs = GatedVectorStore.from_store(store, scope=SCOPE, origin="user_explicit", cited=True)
     ids = vs.add_documents([Document(id="m-forget", page_content="Temporary door code policy.")])
     assert ids == ["m-forget"]
     vs.delete(ids)
     assert vs.similarity_search("door code policy", k=2) == []
-    assert vs.add_documents([Document(id="m-forget", page_content="Temporary door code policy.")]) == []
-    assert vs.last_decisions[0].reasons[-1] is WriteReason.TOMBSTONED
+    [again] = vs.add_documents_with_decisions([Document(id="m-forget", page_content="Temporary door code policy.")])
+    assert again.action is WriteAction.REJECT and again.reasons[-1] is WriteReason.TOMBSTONED
     with pytest.raises(ValueError):
         vs.delete(None)
 
 
 async def test_gated_vectorstore_over_the_store_async(store: MemoryStore) -> None:
     """The async paths over a memory store run the store in a worker thread."""
-    vs = GatedVectorStore.from_store(store, scope=SCOPE, write_defaults=TRUSTED)
+    vs = GatedVectorStore.from_store(store, scope=SCOPE, origin="user_explicit", cited=True)
     ids = await vs.aadd_documents([Document(page_content="Standup is at 9:30 every day.")])
     found = await vs.asimilarity_search_with_score("standup every day", k=1)
     assert [d.id for d, _ in found] == ids and -1.0 <= found[0][1] <= 1.0

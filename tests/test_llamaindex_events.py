@@ -37,7 +37,7 @@ def collector() -> Iterator[EventCollector]:
 def _retriever() -> GatedRetriever:
     index = VectorStoreIndex(make_nodes(), embed_model=HashLlamaEmbedding())
     return GatedRetriever(
-        index.as_retriever(similarity_top_k=4), scope=SCOPE, gate=make_gate(), embedding=HashEmbedding()
+        index.as_retriever(similarity_top_k=4), scope=SCOPE, gate=make_gate(), embed_model=HashEmbedding()
     )
 
 
@@ -48,18 +48,18 @@ def test_retrieve_dispatches_one_audit_event_with_the_decisions(collector: Event
         retriever.retrieve(QUERY)
     [event] = collector.audits()
     [record] = records
-    assert event.event == "recall" and event.component == "GatedRetriever"
-    assert event.accepted_ids == ["right"]
-    assert {r["id"]: r["reason"] for r in event.rejected} == {
+    assert event.record == record and event.component == "GatedRetriever"
+    audit = event.record
+    assert audit.event == "recall" and audit.accepted_ids == ("right",)
+    assert {r.id: r.reason for r in audit.rejected} == {
         "superseded": "superseded",
         "draft": "not_approved",
         "foreign": "scope_mismatch",
     }
-    assert event.counts == {"not_approved": 1, "scope_mismatch": 1, "superseded": 1}
-    assert event.input_count == 4 and event.dry_run is False
-    assert event.config_hash == make_gate().config_for(retriever._scope).config_hash()  # type: ignore[arg-type]
-    assert event.query_hash == record.query_hash and event.query is None
-    assert event.scope == record.scope
+    assert audit.counts == {"not_approved": 1, "scope_mismatch": 1, "superseded": 1}
+    assert audit.input_count == 4 and audit.dry_run is False
+    assert audit.config_hash == make_gate().config_for(retriever.scope).config_hash()  # type: ignore[arg-type]
+    assert audit.query is None and audit.scope == {**SCOPE, "route_id": None}
     assert event.span_id is not None and event.span_id.startswith("GatedRetriever")
     assert event.class_name() == "RecallGateAuditEvent"
     assert event.model_dump()["class_name"] == "RecallGateAuditEvent"
@@ -76,43 +76,39 @@ def test_audit_event_holds_no_memory_text(collector: EventCollector) -> None:
 def test_preview_event_is_marked_dry_run(collector: EventCollector) -> None:
     """preview() dispatches an event with dry_run=True (R10)."""
     _retriever().preview(QUERY)
-    assert [e.dry_run for e in collector.audits()] == [True]
+    assert [e.record.dry_run for e in collector.audits()] == [True]
 
 
 def test_query_engine_event_belongs_to_the_query_trace(collector: EventCollector) -> None:
-    """In a query engine the audit event comes after the inner retrieval and before the gated retrieval ends."""
+    """In a query engine the audit event sits inside the gated retrieval; the wrapped one emits no events."""
     engine = RetrieverQueryEngine.from_args(_retriever(), llm=MockLLM())
     engine.query(QUERY)
     names = [type(e).__name__ for e in collector.events]
     audit_at = names.index("RecallGateAuditEvent")
     starts = [i for i, n in enumerate(names) if n == "RetrievalStartEvent"]
     ends = [i for i, n in enumerate(names) if n == "RetrievalEndEvent"]
-    assert len(starts) == len(ends) == 2  # the gated retriever's and the wrapped one's
-    assert starts[0] < starts[1] < ends[0] < audit_at < ends[1]
+    assert len(starts) == len(ends) == 1  # the gated retriever's only: the wrapped one runs outside
+    assert starts[0] < audit_at < ends[0]
     assert names.index("QueryStartEvent") < audit_at < names.index("QueryEndEvent")
+    [end] = [e for e in collector.events if type(e).__name__ == "RetrievalEndEvent"]
+    assert [n.node.node_id for n in end.nodes] == ["right"]  # type: ignore[attr-defined]
 
 
 def test_postprocessor_dispatches_its_event(collector: EventCollector) -> None:
     """The postprocessor dispatches an audit event named after it, inside its own span."""
     from llama_index.core.schema import NodeWithScore
 
-    post = RecallGatePostprocessor(scope=SCOPE, gate=make_gate(), embedding=HashEmbedding())
+    post = RecallGatePostprocessor(scope=SCOPE, gate=make_gate(), embed_model=HashEmbedding())
     post.postprocess_nodes([NodeWithScore(node=n, score=0.1) for n in make_nodes()], query_str=QUERY)
     [event] = collector.audits()
-    assert event.component == "RecallGatePostprocessor" and event.accepted_ids == ["right"]
+    assert event.component == "RecallGatePostprocessor" and event.record.accepted_ids == ("right",)
     assert event.span_id is not None and "RecallGatePostprocessor" in event.span_id
 
 
-def test_event_from_record_copies_every_field() -> None:
-    """RecallGateAuditEvent.from_record keeps ids, reasons, counts, hashes and flags of the audit record."""
+def test_event_wraps_the_audit_record() -> None:
+    """RecallGateAuditEvent holds the AuditRecord itself: every field, including ones added later, survives."""
     result = _retriever().preview(QUERY)
-    event = RecallGateAuditEvent.from_record(result.audit, component="x")
-    assert event.accepted_ids == list(result.audit.accepted_ids)
-    assert event.rejected == [
-        {"id": r.id, "reason": r.reason, "reasons": list(r.reasons)} for r in result.audit.rejected
-    ]
-    assert (event.counts, event.config_hash, event.dry_run) == (
-        result.audit.counts,
-        result.audit.config_hash,
-        True,
-    )
+    record = result.audit.model_copy(update={"extra": {**result.audit.extra, "new_field": 1}})
+    event = RecallGateAuditEvent(record=record, component="x")
+    assert event.record is record and event.record.extra["new_field"] == 1
+    assert RecallGateAuditEvent.model_validate(event.model_dump()).record == record

@@ -22,7 +22,7 @@ def scored_nodes() -> list[NodeWithScore]:
 def test_query_engine_over_vector_index_sends_only_the_right_memory() -> None:
     """In index.as_query_engine, superseded, draft and foreign nodes ranking above never reach the LLM."""
     index = VectorStoreIndex(make_nodes(), embed_model=HashLlamaEmbedding())
-    post = RecallGatePostprocessor(scope=SCOPE, gate=make_gate(), embedding=HashEmbedding())
+    post = RecallGatePostprocessor(scope=SCOPE, gate=make_gate(), embed_model=HashEmbedding())
     engine = index.as_query_engine(llm=MockLLM(), similarity_top_k=4, node_postprocessors=[post])
     response = engine.query(QUERY)
     assert [n.node.node_id for n in response.source_nodes] == ["right"]
@@ -34,7 +34,7 @@ def test_query_engine_over_vector_index_sends_only_the_right_memory() -> None:
 async def test_query_engine_async() -> None:
     """The async query engine path applies the postprocessor too."""
     index = VectorStoreIndex(make_nodes(), embed_model=HashLlamaEmbedding())
-    post = RecallGatePostprocessor(scope=SCOPE, gate=make_gate(), embedding=HashEmbedding())
+    post = RecallGatePostprocessor(scope=SCOPE, gate=make_gate(), embed_model=HashEmbedding())
     engine = index.as_query_engine(llm=MockLLM(), similarity_top_k=4, node_postprocessors=[post])
     response = await engine.aquery(QUERY)
     assert [n.node.node_id for n in response.source_nodes] == ["right"]
@@ -42,7 +42,7 @@ async def test_query_engine_async() -> None:
 
 def test_postprocess_nodes_with_query_str() -> None:
     """postprocess_nodes(query_str=...) gates with lexical and semantic scores."""
-    post = RecallGatePostprocessor(scope=SCOPE, gate=make_gate(), embedding=HashEmbedding())
+    post = RecallGatePostprocessor(scope=SCOPE, gate=make_gate(), embed_model=HashEmbedding())
     out = post.postprocess_nodes(scored_nodes(), query_str=QUERY)
     assert [n.node.node_id for n in out] == ["right"]
     assert out[0].node.metadata["recall_gate"]["channels"] == ["nodes"]
@@ -51,7 +51,7 @@ def test_postprocess_nodes_with_query_str() -> None:
 def test_without_query_bundle_only_score_key_can_pass() -> None:
     """With query_bundle=None nothing crashes: without score_key all fail low_score, with it the rules decide."""
     assert (
-        RecallGatePostprocessor(scope=SCOPE, gate=make_gate(), embedding=HashEmbedding()).postprocess_nodes(
+        RecallGatePostprocessor(scope=SCOPE, gate=make_gate(), embed_model=HashEmbedding()).postprocess_nodes(
             scored_nodes()
         )
         == []
@@ -65,7 +65,7 @@ def test_without_query_bundle_only_score_key_can_pass() -> None:
 
 def test_scope_from_recall_scope_block() -> None:
     """Without a constructor scope the postprocessor uses recall_scope, else raises ScopeError."""
-    post = RecallGatePostprocessor(gate=make_gate(), embedding=HashEmbedding())
+    post = RecallGatePostprocessor(gate=make_gate(), embed_model=HashEmbedding())
     with recall_scope(OTHER_SCOPE):
         assert [n.node.node_id for n in post.postprocess_nodes(scored_nodes(), QueryBundle(QUERY))] == [
             "foreign"
@@ -79,7 +79,7 @@ def test_k_and_invalid_k() -> None:
     nodes = [NodeWithScore(node=n, score=None) for n in make_nodes()]
     for n in nodes:
         n.node.metadata.update(status="approved", superseded_by=None, user_id="u1")
-    post = RecallGatePostprocessor(scope=SCOPE, gate=make_gate(), embedding=HashEmbedding(), k=1)
+    post = RecallGatePostprocessor(scope=SCOPE, gate=make_gate(), embed_model=HashEmbedding(), k=1)
     assert len(post.postprocess_nodes(nodes, query_str=QUERY)) == 1
     with pytest.raises(ConfigError):
         RecallGatePostprocessor(scope=SCOPE, k=0)

@@ -39,7 +39,7 @@ def index() -> VectorStoreIndex:
 def gated(inner: BaseRetriever | list[BaseRetriever], **kwargs: Any) -> GatedRetriever:
     kwargs.setdefault("scope", SCOPE)
     kwargs.setdefault("gate", make_gate())
-    kwargs.setdefault("embedding", HashEmbedding())
+    kwargs.setdefault("embed_model", HashEmbedding())
     return GatedRetriever(inner, **kwargs)
 
 
@@ -116,15 +116,39 @@ async def test_no_scope_raises_async() -> None:
 def test_per_call_scope_overrides_the_constructor(index: VectorStoreIndex) -> None:
     """retrieve_scoped and recall_scope use the given scope instead of the constructor's."""
     retriever = gated(index.as_retriever(similarity_top_k=4))
+    assert [n.node.node_id for n in retriever.retrieve(QUERY)] == ["right"]
     assert [n.node.node_id for n in retriever.retrieve_scoped(QUERY, scope=OTHER_SCOPE)] == ["foreign"]
     with recall_scope(OTHER_SCOPE):
         assert [n.node.node_id for n in retriever.retrieve(QUERY)] == ["foreign"]
-    assert [n.node.node_id for n in retriever.retrieve(QUERY)] == ["right"]
+
+
+def test_no_fallback_to_the_constructor_scope_once_per_request(index: VectorStoreIndex) -> None:
+    """After serving a per-request scope, a call without one raises instead of using the constructor's (issue 13)."""
+    retriever = gated(index.as_retriever(similarity_top_k=4))
+    with recall_scope(OTHER_SCOPE):
+        retriever.retrieve(QUERY)
+    with pytest.raises(ScopeError, match="does not fall back"):
+        retriever.retrieve(QUERY)
+
+
+def test_thread_pool_worker_without_the_context_fails_closed(index: VectorStoreIndex) -> None:
+    """A ThreadPoolExecutor worker does not inherit recall_scope: it raises, it never answers as the constructor scope."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    retriever = gated(index.as_retriever(similarity_top_k=4))  # constructor scope u1: another identity
+    with recall_scope(OTHER_SCOPE), ThreadPoolExecutor(1) as pool:
+        with pytest.raises(ScopeError):
+            pool.submit(retriever.retrieve, QUERY).result()
+        import contextvars
+
+        ctx = contextvars.copy_context()
+        copied = pool.submit(ctx.run, retriever.retrieve, QUERY).result()
+    assert [n.node.node_id for n in copied] == ["foreign"]
 
 
 def test_scope_only_per_call() -> None:
     """A retriever built without a scope works per call and fails on plain retrieve()."""
-    retriever = GatedRetriever(StaticRetriever(make_nodes()), gate=make_gate(), embedding=HashEmbedding())
+    retriever = GatedRetriever(StaticRetriever(make_nodes()), gate=make_gate(), embed_model=HashEmbedding())
     assert [n.node.node_id for n in retriever.retrieve_scoped(QUERY, scope=SCOPE)] == ["right"]
     with pytest.raises(ScopeError):
         retriever.retrieve(QUERY)
@@ -132,7 +156,7 @@ def test_scope_only_per_call() -> None:
 
 async def test_aretrieve_scoped() -> None:
     """aretrieve_scoped applies the per-call scope on the async path."""
-    retriever = GatedRetriever(StaticRetriever(make_nodes()), gate=make_gate(), embedding=HashEmbedding())
+    retriever = GatedRetriever(StaticRetriever(make_nodes()), gate=make_gate(), embed_model=HashEmbedding())
     assert [n.node.node_id for n in await retriever.aretrieve_scoped(QUERY, scope=OTHER_SCOPE)] == ["foreign"]
 
 
@@ -152,8 +176,8 @@ def test_weights_are_really_applied() -> None:
     a = TextNode(id_="a", text="newsletter alpha", metadata=dict(make_nodes()[0].metadata))
     b = TextNode(id_="b", text="newsletter beta", metadata=dict(make_nodes()[0].metadata))
     first, second = StaticRetriever([a, b]), StaticRetriever([b, a])
-    lean_first = gated([first, second], weights=[1.0, 0.1], score_key="sim", embedding=None)
-    lean_second = gated([first, second], weights=[0.1, 1.0], score_key="sim", embedding=None)
+    lean_first = gated([first, second], weights=[1.0, 0.1], score_key="sim", embed_model=None)
+    lean_second = gated([first, second], weights=[0.1, 1.0], score_key="sim", embed_model=None)
     for node in (a, b):
         node.metadata["sim"] = 0.9
     assert [n.node.node_id for n in lean_first.retrieve("newsletter")] == ["a", "b"]
@@ -230,7 +254,7 @@ def test_k_limits_accepted_nodes() -> None:
 def test_from_defaults_wraps_an_index(index: VectorStoreIndex) -> None:
     """from_defaults(index=...) gates the index's retriever."""
     retriever = GatedRetriever.from_defaults(
-        index=index, similarity_top_k=4, scope=SCOPE, gate=make_gate(), embedding=HashEmbedding()
+        index=index, similarity_top_k=4, scope=SCOPE, gate=make_gate(), embed_model=HashEmbedding()
     )
     assert [n.node.node_id for n in retriever.retrieve(QUERY)] == ["right"]
 
@@ -263,8 +287,8 @@ def test_invalid_constructor_scope_raises_scope_error() -> None:
 def test_llamaindex_embedding_gives_the_same_scores(index: VectorStoreIndex) -> None:
     """A LlamaIndex BaseEmbedding as `embedding` gives the same cosine as the core's own embedder."""
     inner = index.as_retriever(similarity_top_k=4)
-    [core] = gated(inner, embedding=HashEmbedding()).retrieve(QUERY)
-    [llama] = gated(inner, embedding=HashLlamaEmbedding()).retrieve(QUERY)
+    [core] = gated(inner, embed_model=HashEmbedding()).retrieve(QUERY)
+    [llama] = gated(inner, embed_model=HashLlamaEmbedding()).retrieve(QUERY)
     assert llama.node.node_id == core.node.node_id == "right"
     assert llama.score == pytest.approx(core.score, abs=1e-6)
 
@@ -273,6 +297,6 @@ def test_mock_embedding_is_accepted() -> None:
     """LlamaIndex's MockEmbedding works as the gate's embedding (every cosine is 1.0)."""
     from llama_index.core.embeddings import MockEmbedding
 
-    retriever = gated(StaticRetriever(make_nodes()), embedding=MockEmbedding(embed_dim=8))
+    retriever = gated(StaticRetriever(make_nodes()), embed_model=MockEmbedding(embed_dim=8))
     [node] = retriever.retrieve(QUERY)
     assert node.node.node_id == "right" and node.score == pytest.approx(1.0)

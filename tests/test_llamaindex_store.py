@@ -84,9 +84,9 @@ def test_from_store_audit_event_and_preview(store: MemoryStore, collector: Event
     retriever.retrieve(QUERY)
     result = retriever.preview(QUERY)
     events = collector.audits()
-    assert [e.dry_run for e in events] == [False, True]
-    assert events[0].accepted_ids == result.accepted_ids and len(result.accepted_ids) == 1
-    assert {r["reason"] for r in events[0].rejected} >= {"superseded", "not_approved"}
+    assert [e.record.dry_run for e in events] == [False, True]
+    assert list(events[0].record.accepted_ids) == result.accepted_ids and len(result.accepted_ids) == 1
+    assert {r.reason for r in events[0].record.rejected} >= {"superseded", "not_approved"}
 
 
 def test_store_options_are_exclusive(store: MemoryStore) -> None:

@@ -56,3 +56,29 @@ def test_notebook_runs(path: Path) -> None:
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
     assert elapsed < 60, f"{path.name} took {elapsed:.0f} s"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_asserts_the_outcomes_it_shows(path: Path) -> None:
+    """Each notebook asserts what it demonstrates (a notebook showing a stale memory accepted would fail)."""
+    nb = nbformat.read(path, as_version=4)
+    asserts = [
+        line for c in nb.cells if c.cell_type == "code" for line in c.source.splitlines() if line.lstrip().startswith("assert ")
+    ]
+    assert len(asserts) >= 5, f"{path.name}: {len(asserts)} assertions"
+
+
+def test_jupyter_lab_comes_with_the_notebooks_extra() -> None:
+    """The [notebooks] extra installs JupyterLab, so `jupyter lab notebooks/` works after the README's install."""
+    import subprocess
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    pyproject = tomllib.loads((NOTEBOOKS_DIR.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    extra = pyproject["project"]["optional-dependencies"]["notebooks"]
+    assert any(req.startswith("jupyterlab") for req in extra)
+    out = subprocess.run([sys.executable, "-m", "jupyterlab", "--version"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip().split(".")[0] >= "4"

@@ -111,7 +111,7 @@ def main() -> None:
         GateConfig(min_score=0.0, min_lexical_score=0.3), clock=FrozenClock("2026-07-13T00:00:00Z")
     )
     lexical = GatedRetriever(vector, gate=gate, scope=SCOPE, k=4)
-    cosine = GatedRetriever(vector, gate=gate, scope=SCOPE, k=4, embedding=embed)
+    cosine = GatedRetriever(vector, gate=gate, scope=SCOPE, k=4, embed_model=embed)
     two = GatedRetriever([vector, bm25], gate=gate, scope=SCOPE, k=4)
     fusion = QueryFusionRetriever(
         [vector, bm25],

@@ -32,7 +32,7 @@ from shared_core.model import is_encoded
 from shared_core.recall.wrapped import gate_candidates
 from shared_core.store import MemoryStore
 from shared_core.timeutil import Clock, to_utc
-from shared_core.write import WriteAction, WriteDecision, WriteGate, WritePolicy, lifecycle
+from shared_core.write import WriteAction, WriteDecision, WriteGate, WritePolicy, lifecycle, review
 from shared_core.write.authority import WritePath
 from shared_core.write.ledger import InMemoryLedger, Ledger
 
@@ -339,19 +339,19 @@ class GatedVectorStore(BasePydanticVectorStore):
 
     def quarantine_list(self) -> list[dict[str, Any]]:
         """Held candidates for a reviewer (id, owner, reasons, times and the text: for operators only)."""
-        return self._writer.quarantine_list()
+        return review.quarantine_list(self._writer)
 
     def quarantine_approve(self, qid: str, *, reviewer: str = "operator") -> WriteDecision:
         """Approve a held candidate: written as a confirmed, cited memory (W6)."""
-        return self._writer.approve(qid, reviewer=reviewer)
+        return review.approve(self._writer, qid, reviewer=reviewer)
 
     def quarantine_reject(self, qid: str) -> bool:
         """Discard a held candidate; returns whether it existed."""
-        return self._writer.reject(qid)
+        return review.reject(self._writer, qid)
 
     def quarantine_purge(self) -> int:
         """Discard expired held candidates (W6); returns how many."""
-        return self._writer.purge_quarantine()
+        return review.purge_quarantine(self._writer)
 
     def forget(self, source_record_id: str) -> dict[str, Any]:
         """Forget a source record for every owner: memories deleted, source tombstoned, audited (L2; an operator action)."""

@@ -363,6 +363,8 @@ def write_llamaindex(item: dict[str, Any]) -> tuple[Outcome, SimpleVectorStore]:
             embed_model=HashLlamaEmbedding(),
             scope=scope_part(cands[0]),
             clock=FrozenClock(NOW),
+            origin="user_explicit",  # the corpus writer vouches for its records: only the screens decide
+            cited=True,
         )
         nodes = [
             TextNode(text=c["body"], metadata=rest_part(c), **({"id_": c["id"]} if "id" in c else {}))
@@ -499,7 +501,9 @@ def test_hostile_write_langchain_over_the_memory_store(
     store = stores["langchain_store"]
     before, held_before = memory_ids(store), held_ids(store)
     with capture_audit() as records:
-        out = write_langchain(LangChainStore.from_store(store, scope=SCOPE), item)
+        out = write_langchain(
+            LangChainStore.from_store(store, scope=SCOPE, origin="user_explicit", cited=True), item
+        )
     check_outcome(item, out)
     check_store_effects(item, out, store, before, held_before)
     for record in records:
@@ -510,15 +514,17 @@ def test_hostile_write_langchain_over_the_memory_store(
 def test_hostile_write_langchain_over_a_foreign_store(item: dict[str, Any]) -> None:
     """LangChain GatedVectorStore over InMemoryVectorStore: only gated documents reach the inner store."""
     inner = InMemoryVectorStore(HashEmbeddings())
-    vs = LangChainStore(inner, scope=SCOPE, gate=RecallGate(GATE, clock=FrozenClock(NOW)))
+    vs = LangChainStore(
+        inner, scope=SCOPE, gate=RecallGate(GATE, clock=FrozenClock(NOW)), origin="user_explicit", cited=True
+    )
     with capture_audit() as records:
         out = write_langchain(vs, item)
     check_outcome(item, out)
     stored = {d["id"]: d for d in inner.store.values()}
     assert set(stored) == {i for a, i in out.decisions if a == "write"}
     for doc in stored.values():
-        stamp = {k.split(".", 1)[1]: v for k, v in doc["metadata"].items() if k.startswith("recall_gate.")}
-        assert {k: stamp.get(k) for k in SCOPE} == {k: candidates(item)[0][k] for k in SCOPE}
+        meta = doc["metadata"]  # the one flat codec (shared_core.model.codec)
+        assert {k: meta.get(k) for k in SCOPE} == {k: candidates(item)[0][k] for k in SCOPE}
     for record in records:
         assert_no_text(record, texts_of(item))
 

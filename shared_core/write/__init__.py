@@ -4,6 +4,8 @@
   (:class:`WriteDecision`, :class:`WriteAction`, :class:`WriteReason`);
 - :mod:`.decide` — the pure, store-independent decision (:func:`decide_writes`, :func:`build_record`);
 - :mod:`.gate` — :class:`WriteGate`: dedup, supersede and commit against a write target;
+- :mod:`.lifecycle` — forget, delete, correct, history, expiry, reconcile (any target);
+- :mod:`.review` — quarantine review: list, approve, reject, purge;
 - :mod:`.audit` — the write audit records.
 """
 

@@ -111,6 +111,7 @@ class AuthorityResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     fields: dict[str, Any] | None = None
+    claimed: dict[str, Any] | None = None  # the record with the path's scope, before any claim was lowered
     mismatched: tuple[str, ...] = ()  # "<field>: not the caller's"
     lowered: tuple[str, ...] = ()  # the claims lowered to the path's level
 
@@ -122,8 +123,10 @@ def _norm(value: object) -> object:
 def apply_authority(raw: Mapping[str, Any], path: WritePath) -> AuthorityResult:
     """Apply ``path`` to one record mapping (see the module docstring); values are never inspected.
 
-    Returns the mapping to validate, with scope and trust set by the path, or the scope fields
-    the record claimed against the pinned scope. Unknown or malformed values are left for
+    Returns the mapping to validate, with scope and trust set by the path (and, in ``claimed``,
+    the record as it came, so that a malformed claim is still rejected naming its field even
+    when the path would have dropped it), or the scope fields the record claimed against the
+    pinned scope. Unknown or malformed values are left for
     validation, which names the field.
     """
     fields = dict(raw)
@@ -138,6 +141,7 @@ def apply_authority(raw: Mapping[str, Any], path: WritePath) -> AuthorityResult:
         if mismatched:
             return AuthorityResult(mismatched=mismatched)
         fields.update(pinned)
+    as_given = dict(fields)
     if path.origin is not None:
         claimed = _norm(fields.get("origin"))
         if claimed is None:
@@ -163,4 +167,4 @@ def apply_authority(raw: Mapping[str, Any], path: WritePath) -> AuthorityResult:
                 lowered.append(key)
             fields.pop(key, None)
         fields["cited"] = path.cited
-    return AuthorityResult(fields=fields, lowered=tuple(lowered))
+    return AuthorityResult(fields=fields, claimed=as_given, lowered=tuple(lowered))

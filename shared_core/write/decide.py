@@ -267,6 +267,10 @@ def _decide_one(
             ["nul_or_lone_surrogate"],
             detail=[f"{bad_text}: holds a NUL or a lone surrogate"],
         )
+    if authority.claimed is not None and authority.claimed != authority.fields:
+        as_claimed = parse_candidate(authority.claimed)  # a malformed claim is invalid, dropped or not
+        if not isinstance(as_claimed, MemoryCandidate):
+            return done(WriteAction.REJECT, [WriteReason.INVALID], detail=as_claimed)
     parsed = parse_candidate(authority.fields)
     if not isinstance(parsed, MemoryCandidate):
         return done(WriteAction.REJECT, [WriteReason.INVALID], detail=parsed)

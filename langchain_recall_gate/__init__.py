@@ -6,7 +6,8 @@ surface is pinned by ``tests/test_langchain_api.py``.
 
 from __future__ import annotations
 
-from ._common import PROVENANCE_KEY
+from shared_core.interop import PROVENANCE_KEY
+
 from .callbacks import AUDIT_EVENT, AuditCallbackHandler
 from .compressor import RecallGateCompressor
 from .embeddings import MiniLMEmbeddings

@@ -12,9 +12,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, PrivateAttr
 
 from shared_core import GateResult, RecallGate, Scope
-from shared_core.timeutil import to_utc
-
-from ._common import (
+from shared_core.interop import (
     PlainMode,
     ScopeSource,
     check_plain,
@@ -24,6 +22,8 @@ from ._common import (
     positive_int,
     recall_feedback,
 )
+from shared_core.timeutil import to_utc
+
 from .callbacks import adispatch_audit_to, dispatch_audit_to
 from .convert import config_scope, gate_documents
 
@@ -100,7 +100,9 @@ class RecallGateCompressor(BaseDocumentCompressor):
         self._embedder = core_embedder(self.embedding) if self.embedding is not None else None
         self._gate = default_gate(self.gate, self.embedding, self._embedder)
 
-    def _run(self, documents: Sequence[Document], query: str, scope: Scope) -> tuple[list[Document], GateResult]:
+    def _run(
+        self, documents: Sequence[Document], query: str, scope: Scope
+    ) -> tuple[list[Document], GateResult]:
         owner = self._scopes.default
         plain = (
             plain_defaults(owner, to_utc(self._gate.clock()))

@@ -28,11 +28,10 @@ from langchain_core.documents import Document
 from langchain_core.runnables import RunnableConfig, ensure_config
 
 from shared_core import GateResult, Hit, MemoryRecord, RecallGate, Scope
+from shared_core.interop import PROVENANCE_KEY, is_plain, read_fields, user_metadata
 from shared_core.model import is_encoded
 from shared_core.recall.wrapped import Candidate, gate_candidates, hit_metadata
 from shared_core.retrieval.fusion import FusionConfig
-
-from ._common import PROVENANCE_KEY, is_plain, read_fields, user_metadata
 
 __all__ = [
     "PROVENANCE_KEY",

@@ -27,11 +27,7 @@ from pydantic import Field, PrivateAttr
 
 from shared_core import GateResult, RecallGate, Scope
 from shared_core.errors import ConfigError
-from shared_core.retrieval.fusion import FusionConfig
-from shared_core.store import MemoryStore
-from shared_core.timeutil import to_utc
-
-from ._common import (
+from shared_core.interop import (
     PlainMode,
     ScopeSource,
     check_plain,
@@ -41,6 +37,10 @@ from ._common import (
     positive_int,
     recall_feedback,
 )
+from shared_core.retrieval.fusion import FusionConfig
+from shared_core.store import MemoryStore
+from shared_core.timeutil import to_utc
+
 from .callbacks import adispatch_audit, dispatch_audit
 from .convert import gate_documents, hit_document, with_config_scope
 
@@ -194,7 +194,12 @@ class GatedRetriever(BaseRetriever):
 
     @classmethod
     def from_store(
-        cls, store: MemoryStore, *, scope: Scope | Mapping[str, Any] | None = None, k: int | None = None, **kwargs: Any
+        cls,
+        store: MemoryStore,
+        *,
+        scope: Scope | Mapping[str, Any] | None = None,
+        k: int | None = None,
+        **kwargs: Any,
     ) -> GatedRetriever:
         """A retriever over the memory store's scoped hybrid query (BM25 + vector, then the gate).
 
@@ -212,7 +217,9 @@ class GatedRetriever(BaseRetriever):
         """Retrieve and gate; ``scope``, ``k`` and ``dry_run`` may be given per call."""
         return super().invoke(input, config, **with_config_scope(config, kwargs))
 
-    async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
+    async def ainvoke(
+        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[Document]:
         """Async :meth:`invoke`."""
         return await super().ainvoke(input, config, **with_config_scope(config, kwargs))
 

@@ -25,10 +25,9 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from numpy.typing import NDArray
 
 from shared_core.embedding import Embedder
+from shared_core.interop import ForeignTarget, Stored, Where, conditions_of, matches
 from shared_core.model import MemoryRecord
 from shared_core.write.ledger import Ledger
-
-from ._common import ForeignTarget, Stored, Where, conditions_of, matches
 
 __all__ = ["StoreKind", "VectorStoreTarget", "combine_filters", "store_kind"]
 

@@ -16,14 +16,7 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from shared_core import ConfigBook, GateResult, Origin, RecallGate, Scope, Tier
 from shared_core.audit import AuditSink
 from shared_core.errors import ConfigError, InputError
-from shared_core.model import is_encoded
-from shared_core.store import MemoryStore
-from shared_core.timeutil import Clock, to_utc
-from shared_core.write import WriteAction, WriteDecision, WriteGate, WritePolicy, lifecycle, memory_id, review
-from shared_core.write.authority import WritePath
-from shared_core.write.ledger import InMemoryLedger, Ledger
-
-from ._common import (
+from shared_core.interop import (
     PlainMode,
     ScopeSource,
     check_plain,
@@ -36,6 +29,13 @@ from ._common import (
     write_feedback,
     write_fields,
 )
+from shared_core.model import is_encoded
+from shared_core.store import MemoryStore
+from shared_core.timeutil import Clock, to_utc
+from shared_core.write import WriteAction, WriteDecision, WriteGate, WritePolicy, lifecycle, memory_id, review
+from shared_core.write.authority import WritePath
+from shared_core.write.ledger import InMemoryLedger, Ledger
+
 from .convert import (
     config_scope,
     document_id,
@@ -159,7 +159,9 @@ class GatedVectorStore(VectorStore):
         if (inner is None) == (store is None):
             raise ConfigError("give either an inner vector store or store=..., not both and not neither")
         if store is not None:
-            given = [n for n, v in (("gate", gate), ("embedding", embedding), ("ledger", ledger)) if v is not None]
+            given = [
+                n for n, v in (("gate", gate), ("embedding", embedding), ("ledger", ledger)) if v is not None
+            ]
             if given or write_policy is not None:
                 raise ConfigError(
                     "a MemoryStore brings its own gate, embedding, ledger and write policy: "
@@ -219,7 +221,9 @@ class GatedVectorStore(VectorStore):
             lifecycle.resume(self.writer)  # finish a forget a crash interrupted (persistent ledgers)
 
     @classmethod
-    def from_store(cls, store: MemoryStore, *, scope: ScopeLike | None = None, **kwargs: Any) -> GatedVectorStore:
+    def from_store(
+        cls, store: MemoryStore, *, scope: ScopeLike | None = None, **kwargs: Any
+    ) -> GatedVectorStore:
         """A LangChain vector store over the memory store (hybrid search, its write gate and ledger).
 
         Args:
@@ -315,7 +319,9 @@ class GatedVectorStore(VectorStore):
         self.last_decisions = decisions
         return decisions
 
-    async def aadd_documents_with_decisions(self, documents: list[Document], **kwargs: Any) -> list[WriteDecision]:
+    async def aadd_documents_with_decisions(
+        self, documents: list[Document], **kwargs: Any
+    ) -> list[WriteDecision]:
         """Async :meth:`add_documents_with_decisions` (in a worker thread: screens and embedding are CPU-bound)."""
         return await asyncio.to_thread(self.add_documents_with_decisions, documents, **kwargs)
 
@@ -396,13 +402,18 @@ class GatedVectorStore(VectorStore):
             return kwargs
         if callable(self.prefilter):
             if "filter" in kwargs:
-                raise InputError("give filter= or a prefilter for this store, not both: they cannot be combined")
+                raise InputError(
+                    "give filter= or a prefilter for this store, not both: they cannot be combined"
+                )
             return {**kwargs, "filter": self.prefilter(scope)}
         ours = native_filter(self._target.kind, visible_filter(scope))
         if ours is None:
             return kwargs
         theirs = kwargs.get("filter")
-        return {**kwargs, "filter": ours if theirs is None else combine_filters(self._target.kind, ours, theirs)}
+        return {
+            **kwargs,
+            "filter": ours if theirs is None else combine_filters(self._target.kind, ours, theirs),
+        }
 
     def _fetch(self, query: str, n: int, kwargs: dict[str, Any]) -> ScoredDocs:
         assert self.inner is not None
@@ -519,7 +530,9 @@ class GatedVectorStore(VectorStore):
             return await asyncio.to_thread(self._from_store, query, scope_obj, k, dry_run)
         n = max(k, fetch_k if fetch_k is not None else self.fetch_k)
         scored = await self._afetch(query, n, self._inner_kwargs(scope_obj, kwargs))
-        return await asyncio.to_thread(self._gate, query, scored, scope_obj, k, dry_run, lambda: self._probe(query, n))
+        return await asyncio.to_thread(
+            self._gate, query, scored, scope_obj, k, dry_run, lambda: self._probe(query, n)
+        )
 
     def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
         """Gated search: at most ``k`` accepted documents (keywords as :meth:`similarity_search_with_result`)."""

@@ -30,7 +30,9 @@ class GatedVectorStoreRetriever(VectorStoreRetriever):
         """Retrieve and gate; ``scope`` and ``k`` may be given per call."""
         return super().invoke(input, config, **with_config_scope(config, kwargs))
 
-    async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
+    async def ainvoke(
+        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[Document]:
         """Async :meth:`invoke`."""
         return await super().ainvoke(input, config, **with_config_scope(config, kwargs))
 
@@ -57,4 +59,3 @@ class GatedVectorStoreRetriever(VectorStoreRetriever):
         found, result = await self._gated.asimilarity_search_with_result(query, **self._kwargs(kwargs))
         await adispatch_audit(result.audit, run_manager)
         return [doc for doc, _ in found]
-

@@ -30,9 +30,15 @@ from llama_index.core.schema import (
 )
 
 from shared_core import Hit, MemoryRecord
+from shared_core.interop import (
+    PROVENANCE_KEY,
+    RESERVED_KEYS,
+    is_plain,
+    read_fields,
+    stored_document,
+    write_fields,
+)
 from shared_core.recall.wrapped import Candidate, WrappedResult, hit_metadata
-
-from ._common import PROVENANCE_KEY, RESERVED_KEYS, is_plain, read_fields, stored_document, write_fields
 
 __all__ = [
     "PROVENANCE_KEY",

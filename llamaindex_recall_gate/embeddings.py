@@ -14,8 +14,7 @@ from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.embeddings import BaseEmbedding
 
 from shared_core.embedding import Embedder, as_embedder, default_embedding
-
-from ._common import core_embedder
+from shared_core.interop import core_embedder
 
 __all__ = ["MiniLMEmbedding", "gate_embedder"]
 

@@ -11,10 +11,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from shared_core import RecallGate, Scope
-from shared_core.recall.wrapped import gate_candidates
-from shared_core.timeutil import to_utc
-
-from ._common import (
+from shared_core.interop import (
     PlainMode,
     ScopeSource,
     check_plain,
@@ -23,6 +20,9 @@ from ._common import (
     positive_int,
     recall_feedback,
 )
+from shared_core.recall.wrapped import gate_candidates
+from shared_core.timeutil import to_utc
+
 from .convert import candidate_from_node, gated_nodes, plain_count
 from .embeddings import gate_embedder
 from .events import dispatch_audit
@@ -147,7 +147,11 @@ class RecallGatePostprocessor(BaseNodePostprocessor):
             [
                 [
                     candidate_from_node(
-                        n, id_key=self.id_key, score_key=self.score_key, lexical_key=self.lexical_key, plain=plain
+                        n,
+                        id_key=self.id_key,
+                        score_key=self.score_key,
+                        lexical_key=self.lexical_key,
+                        plain=plain,
                     )
                     for n in nodes
                 ]
@@ -165,7 +169,10 @@ class RecallGatePostprocessor(BaseNodePostprocessor):
         dispatch_audit(wrapped.result.audit, component=_COMPONENT)
         semantic = (self._embedder is not None and query_bundle is not None) or self.score_key is not None
         line = recall_feedback(
-            wrapped.result, _COMPONENT, plain=0 if plain is not None else plain_count([nodes]), semantic=semantic
+            wrapped.result,
+            _COMPONENT,
+            plain=0 if plain is not None else plain_count([nodes]),
+            semantic=semantic,
         )
         if line is not None:
             _log.warning(line)

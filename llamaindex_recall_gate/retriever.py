@@ -15,12 +15,7 @@ from llama_index.core.schema import IndexNode, NodeWithScore, QueryBundle, Query
 
 from shared_core import GateResult, RecallGate, Scope
 from shared_core.errors import ConfigError
-from shared_core.recall.wrapped import gate_candidates
-from shared_core.retrieval.fusion import FusionConfig
-from shared_core.store import MemoryStore
-from shared_core.timeutil import to_utc
-
-from ._common import (
+from shared_core.interop import (
     PlainMode,
     check_plain,
     default_gate,
@@ -28,6 +23,11 @@ from ._common import (
     positive_int,
     recall_feedback,
 )
+from shared_core.recall.wrapped import gate_candidates
+from shared_core.retrieval.fusion import FusionConfig
+from shared_core.store import MemoryStore
+from shared_core.timeutil import to_utc
+
 from .convert import candidate_from_node, gated_nodes, node_from_hit, plain_count
 from .embeddings import gate_embedder
 from .events import dispatch_audit
@@ -49,7 +49,11 @@ def embed_model_option(embed_model: Any, embedding: Any) -> Any:
         return embed_model
     if embed_model is not None:
         raise ConfigError("give embed_model= (embedding= is its deprecated alias), not both")
-    warnings.warn("embedding= is deprecated in the LlamaIndex adapter: use embed_model=", DeprecationWarning, stacklevel=3)
+    warnings.warn(
+        "embedding= is deprecated in the LlamaIndex adapter: use embed_model=",
+        DeprecationWarning,
+        stacklevel=3,
+    )
     return embedding
 
 
@@ -245,7 +249,9 @@ class GatedRetriever(BaseRetriever):
         return cls(retrievers, **kwargs)
 
     @classmethod
-    def from_store(cls, store: MemoryStore, *, scope: ScopeLike | None = None, **kwargs: Any) -> GatedRetriever:
+    def from_store(
+        cls, store: MemoryStore, *, scope: ScopeLike | None = None, **kwargs: Any
+    ) -> GatedRetriever:
         """Expose a recall-gate ``MemoryStore`` (scoped hybrid retrieval + its gate) as a retriever."""
         return cls(store=store, scope=scope, **kwargs)
 
@@ -290,7 +296,9 @@ class GatedRetriever(BaseRetriever):
                 self._store_query, self._store, query_bundle, scope, dry_run=self._dry_run
             )
             return nodes
-        channels = await asyncio.gather(*(quiet_aretrieve(r, copy.copy(query_bundle)) for r in self._retrievers))
+        channels = await asyncio.gather(
+            *(quiet_aretrieve(r, copy.copy(query_bundle)) for r in self._retrievers)
+        )
         nodes, _ = await asyncio.to_thread(
             self._gate_channels, query_bundle, list(channels), scope, dry_run=self._dry_run
         )
@@ -327,7 +335,11 @@ class GatedRetriever(BaseRetriever):
             [
                 [
                     candidate_from_node(
-                        n, id_key=self._id_key, score_key=self._score_key, lexical_key=self._lexical_key, plain=plain
+                        n,
+                        id_key=self._id_key,
+                        score_key=self._score_key,
+                        lexical_key=self._lexical_key,
+                        plain=plain,
                     )
                     for n in chan
                 ]

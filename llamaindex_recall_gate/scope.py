@@ -25,8 +25,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from shared_core import Scope, coerce_scope
-
-from ._common import ScopeSource
+from shared_core.interop import ScopeSource
 
 __all__ = ["ScopeLike", "current_scope", "per_request_active", "recall_scope", "scope_source"]
 

@@ -33,10 +33,10 @@ from llama_index.core.vector_stores.types import (
 from numpy.typing import NDArray
 
 from shared_core.embedding import Embedder
+from shared_core.interop import ForeignTarget, Stored, Where, conditions_of, matches
 from shared_core.model import MemoryRecord
 from shared_core.write.ledger import Ledger
 
-from ._common import ForeignTarget, Stored, Where, conditions_of, matches
 from .convert import node_text, stored_node
 
 __all__ = ["NodeStoreTarget", "to_filters"]

@@ -28,15 +28,7 @@ from llama_index.core.vector_stores.types import (
 
 from shared_core import AuditRecord, AuditSink, ConfigBook, Origin, RecallGate, Scope, Tier
 from shared_core.errors import ConfigError, InputError
-from shared_core.model import is_encoded
-from shared_core.recall.wrapped import gate_candidates
-from shared_core.store import MemoryStore
-from shared_core.timeutil import Clock, to_utc
-from shared_core.write import WriteAction, WriteDecision, WriteGate, WritePolicy, lifecycle, review
-from shared_core.write.authority import WritePath
-from shared_core.write.ledger import InMemoryLedger, Ledger
-
-from ._common import (
+from shared_core.interop import (
     PlainMode,
     check_plain,
     default_gate,
@@ -46,6 +38,14 @@ from ._common import (
     visible_filter,
     write_feedback,
 )
+from shared_core.model import is_encoded
+from shared_core.recall.wrapped import gate_candidates
+from shared_core.store import MemoryStore
+from shared_core.timeutil import Clock, to_utc
+from shared_core.write import WriteAction, WriteDecision, WriteGate, WritePolicy, lifecycle, review
+from shared_core.write.authority import WritePath
+from shared_core.write.ledger import InMemoryLedger, Ledger
+
 from .convert import (
     candidate_from_node,
     gated_nodes,
@@ -191,7 +191,12 @@ class GatedVectorStore(BasePydanticVectorStore):
         if store is not None:
             given = [
                 n
-                for n, v in (("embed_model", embed_model), ("gate", gate), ("ledger", ledger), ("write_policy", write_policy))
+                for n, v in (
+                    ("embed_model", embed_model),
+                    ("gate", gate),
+                    ("ledger", ledger),
+                    ("write_policy", write_policy),
+                )
                 if v is not None
             ]
             if given:
@@ -234,7 +239,9 @@ class GatedVectorStore(BasePydanticVectorStore):
         assert vector_store is not None
         self._inner = vector_store
         self._embedder = gate_embedder(embed_model)
-        self._gate = default_gate(gate, embed_model, self._embedder, sinks=sinks, **({} if clock is None else {"clock": clock}))
+        self._gate = default_gate(
+            gate, embed_model, self._embedder, sinks=sinks, **({} if clock is None else {"clock": clock})
+        )
         self._target = NodeStoreTarget(vector_store, self._embedder, ledger=ledger or InMemoryLedger())
         self._writer = WriteGate(
             self._target,
@@ -246,7 +253,9 @@ class GatedVectorStore(BasePydanticVectorStore):
         lifecycle.resume(self._writer)
 
     @classmethod
-    def from_store(cls, store: MemoryStore, *, scope: ScopeLike | None = None, **kwargs: Any) -> GatedVectorStore:
+    def from_store(
+        cls, store: MemoryStore, *, scope: ScopeLike | None = None, **kwargs: Any
+    ) -> GatedVectorStore:
         """A LlamaIndex vector store over the memory store: its hybrid query, write gate and ledger."""
         return cls(store=store, scope=scope, **kwargs)
 
@@ -549,4 +558,3 @@ class GatedVectorStore(BasePydanticVectorStore):
 
     def _event_sink(self, record: AuditRecord) -> None:
         dispatch_audit(record, component=_COMPONENT)
-

@@ -19,7 +19,6 @@ from adapter_cases import (
     case_query,
     case_scope,
 )
-from chromadb.config import Settings
 from conftest import GATE_CASES
 from langchain_chroma import Chroma
 from langchain_core.documents import Document
@@ -133,7 +132,7 @@ def test_adapters_agree_with_the_core_gate(case: dict[str, Any]) -> None:
 
 def _space(prefix: str) -> tuple[Any, MemoryStore, str]:
     """A chromadb client, a MemoryStore on it, and the collection name of its space s1."""
-    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    client = chromadb.EphemeralClient()
     store = MemoryStore(
         client=client,
         collection_prefix=f"{prefix}{uuid.uuid4().hex[:8]}",

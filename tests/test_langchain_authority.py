@@ -8,7 +8,6 @@ from typing import Any
 
 import chromadb
 import pytest
-from chromadb.config import Settings
 from langchain_classic.retrievers import ContextualCompressionRetriever
 from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda
@@ -104,7 +103,7 @@ def test_ids_belong_to_their_owner() -> None:
 
 def test_persistent_ledger_keeps_quarantine_and_tombstones_across_instances() -> None:
     """With a ChromaLedger, a new filter over the same store sees the same quarantine and tombstones (W6, L2)."""
-    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    client = chromadb.EphemeralClient()
     prefix = f"lg{uuid.uuid4().hex[:8]}"
     inner = InMemoryVectorStore(HashEmbeddings())
     first = filt(inner, ledger=ChromaLedger(client, prefix=prefix))

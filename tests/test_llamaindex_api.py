@@ -96,6 +96,8 @@ def test_adapters_hold_no_lifecycle_logic() -> None:
     assert "lifecycle." in (LANGCHAIN / "vectorstore.py").read_text()
 
 
-def test_common_module_is_one_file() -> None:
-    """The framework-neutral glue (_common.py) is the same file in both adapters, byte for byte."""
-    assert (PACKAGE / "_common.py").read_bytes() == (LANGCHAIN / "_common.py").read_bytes()
+def test_the_framework_neutral_glue_lives_in_the_core_once() -> None:
+    """Neither adapter keeps a private copy of the glue: both import shared_core.interop (P1)."""
+    assert not (PACKAGE / "_common.py").exists() and not (LANGCHAIN / "_common.py").exists()
+    for pkg in (PACKAGE, LANGCHAIN):
+        assert any("from shared_core.interop import" in f.read_text() for f in pkg.glob("*.py")), pkg

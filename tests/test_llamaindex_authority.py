@@ -7,7 +7,6 @@ from typing import Any
 
 import chromadb
 import pytest
-from chromadb.config import Settings
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores import SimpleVectorStore
@@ -29,7 +28,7 @@ PAGE = "The cafeteria menu changes every Monday."
 
 
 def _chroma() -> ChromaVectorStore:
-    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    client = chromadb.EphemeralClient()
     col = client.get_or_create_collection(f"au-{uuid.uuid4().hex[:10]}", metadata={"hnsw:space": "cosine"})
     return ChromaVectorStore(chroma_collection=col)
 

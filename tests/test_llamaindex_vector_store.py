@@ -9,7 +9,6 @@ from typing import Any
 
 import chromadb
 import pytest
-from chromadb.config import Settings
 from invariants import assert_no_text
 from llama_index.core import Document, StorageContext, VectorStoreIndex
 from llama_index.core.schema import TextNode
@@ -48,7 +47,7 @@ def docs() -> list[Document]:
 
 @pytest.fixture
 def collection() -> Any:
-    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    client = chromadb.EphemeralClient()
     return client.get_or_create_collection(f"li-{uuid.uuid4().hex[:10]}", metadata={"hnsw:space": "cosine"})
 
 

@@ -155,24 +155,25 @@ class MemoryStore:
         lifecycle.resume(self._writer)  # finish any forget a crash interrupted (L2)
 
     def _open_client(self, client: Any, prefix: str | None) -> tuple[Any, str]:
+        """Open Chroma with its *default* settings, like every other library in the process.
+
+        Chroma keeps one system per path (and one ephemeral system) per process and refuses a
+        second client of it with other settings; LangChain's ``Chroma()`` and LlamaIndex open
+        theirs with the defaults. Passing ``Settings(anonymized_telemetry=False)`` here made a
+        user's own ``Chroma(...)`` fail after a ``MemoryStore.in_memory()`` in the same process.
+        Telemetry follows the user's ``ANONYMIZED_TELEMETRY`` (chromadb 1.5's product telemetry
+        sends nothing either way).
+        """
         import chromadb
-        from chromadb.config import Settings
 
         if client is not None:
             return client, prefix or "rg"
         if self.path is not None:
             chroma_dir = str(self.path / "chroma")
-            opened = chroma_call(
-                "open",
-                lambda: chromadb.PersistentClient(
-                    path=chroma_dir, settings=Settings(anonymized_telemetry=False)
-                ),
-            )
+            opened = chroma_call("open", lambda: chromadb.PersistentClient(path=chroma_dir))
             return opened, prefix or "rg"
         # The in-process ephemeral system is shared: a fresh prefix isolates this store.
-        return chromadb.EphemeralClient(
-            settings=Settings(anonymized_telemetry=False)
-        ), prefix or f"rg{uuid.uuid4().hex[:10]}"
+        return chromadb.EphemeralClient(), prefix or f"rg{uuid.uuid4().hex[:10]}"
 
     # -- construction helpers -----------------------------------------------------------------
 
@@ -205,12 +206,8 @@ class MemoryStore:
                 ``timeout`` (retryable: writes are idempotent upserts).
         """
         import chromadb
-        from chromadb.config import Settings
 
-        client = chroma_call(
-            "connect",
-            lambda: chromadb.HttpClient(host=host, port=port, settings=Settings(anonymized_telemetry=False)),
-        )
+        client = chroma_call("connect", lambda: chromadb.HttpClient(host=host, port=port))
         set_http_timeout(client, timeout)
         chroma_call("heartbeat", client.heartbeat)
         return cls(None, client=client, **kwargs)

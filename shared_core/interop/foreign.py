@@ -1,27 +1,4 @@
-"""Framework-neutral glue of the adapters: the foreign write target, scopes, feedback (P1, A1, A2).
-
-**This file is identical in ``langchain_recall_gate`` and ``llamaindex_recall_gate``** (a test
-compares the two byte for byte); neither adapter may import the other's framework, and the core
-(:mod:`shared_core`) is where it belongs next: it imports no framework either. Nothing here
-decides anything: every decision is the core's.
-
-- :class:`ForeignTarget` — the :class:`~shared_core.write.target.WriteTarget` over a user's
-  vector store, written once: each adapter supplies five storage primitives (fetch by id, scan
-  by a filter, nearest neighbours, upsert, delete) and this class turns them into what the write
-  gate needs. Records are stored with the core's flat codec
-  (:func:`shared_core.model.encode_record`), so a collection written through one adapter is
-  readable through the other and through :class:`~shared_core.store.MemoryStore`.
-- :class:`ScopeSource` — where a component's scope comes from: the request's, else the
-  constructor's, and never the constructor's once the component serves per-request scopes
-  (fail closed, R1).
-- :func:`recall_feedback` / :func:`write_feedback` — the one warning line when a gate run accepts
-  nothing, or a write batch stores nothing (counts by reason, never text).
-
-Filters (:data:`Where`) use a small dialect every store understands: an AND of conditions
-``{key: value}``, ``{key: {"$in": [...]}}`` or ``{key: {"$lte": x}}`` (Chroma's ``where``
-syntax, hence passed as is to Chroma; translated for other stores; evaluated here by
-:func:`matches` as a recheck and for stores that cannot filter).
-"""
+"""The foreign write target, the metadata of stored documents, and the filter dialect (see the package docstring)."""
 
 from __future__ import annotations
 
@@ -29,21 +6,19 @@ import contextlib
 import json
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import ValidationError
 
-from shared_core import GateConfig, GateResult, RecallGate, Scope, ScopeError, coerce_scope
-from shared_core.config import SEED_MIN_SCORE
-from shared_core.embedding import Embedder, as_embedder
-from shared_core.errors import ConfigError
-from shared_core.model import (
+from ..embedding import Embedder
+from ..model import (
     SHARED_BUCKET,
     MemoryRecord,
+    Scope,
     Visibility,
     bucket_of,
     decode_metadata,
@@ -51,39 +26,28 @@ from shared_core.model import (
     is_encoded,
     record_from_metadata,
 )
-from shared_core.model.codec import RECORD_FIELDS
-from shared_core.retrieval.partition import record_text
-from shared_core.write import WriteAction, WriteDecision
-from shared_core.write.candidate import CANDIDATE_FIELDS
-from shared_core.write.ledger import Ledger
-from shared_core.write.target import PartitionKey, partition_key
+from ..model.codec import RECORD_FIELDS
+from ..retrieval.partition import record_text
+from ..write.candidate import CANDIDATE_FIELDS
+from ..write.ledger import Ledger
+from ..write.target import PartitionKey, partition_key
 
 __all__ = [
     "BOOKKEEPING_KEYS",
-    "PLAIN_MODES",
     "PROVENANCE_KEY",
     "RESERVED_KEYS",
     "ForeignTarget",
-    "PlainMode",
-    "ScopeSource",
     "Stored",
     "Where",
-    "calibrated_min_score",
-    "check_plain",
     "conditions_of",
-    "core_embedder",
-    "default_gate",
     "is_plain",
     "matches",
     "partition_filter",
     "plain_defaults",
-    "positive_int",
     "read_fields",
-    "recall_feedback",
     "stored_document",
     "user_metadata",
     "visible_filter",
-    "write_feedback",
     "write_fields",
 ]
 
@@ -96,8 +60,6 @@ Where = dict[str, Any]
 Stored = tuple[str, str, Mapping[str, Any]]
 """What a store holds for one entry: ``(id, text, metadata)``."""
 
-PlainMode = Literal["reject", "owned"]
-PLAIN_MODES: tuple[str, ...] = ("reject", "owned")
 
 _TIME_FIELDS = ("created_at", "updated_at", "valid_from", "valid_to", "deleted_at", "expires_at")
 BOOKKEEPING_KEYS = frozenset({"rg_route", "rg_bucket", "rg_schema", *(f"{t}_ts" for t in _TIME_FIELDS)})
@@ -391,152 +353,3 @@ class ForeignTarget(ABC):
                         self.ledger.link(rec.source_record_id, rec.memory_space_id, rec.id)
         if deletes:
             self._remove(sorted({mid for _, mid in deletes}))
-
-
-# -- scopes -----------------------------------------------------------------------------------
-
-
-class ScopeSource:
-    """The scope of one call of a component: explicit, else the request's, else the constructor's (R1).
-
-    An *explicit* scope is an argument of the call (``invoke(q, scope=...)``,
-    ``vector_store_kwargs={"scope": ...}``). An *ambient* one travels with the request's context
-    (LangChain's ``config["configurable"]["scope"]``, LlamaIndex's ``recall_scope``), and a
-    context is lost where a thread pool does not copy it. So once a component has served an
-    ambient scope, or while ``active()`` says one is in use elsewhere (a ``recall_scope`` block in
-    another thread), a call that finds neither raises :class:`~shared_core.ScopeError` instead of
-    using the constructor's scope: a worker that lost its request must not answer as another
-    identity.
-
-    Args:
-        default: the constructor's scope (``None``: per call or per request only).
-        active: whether an ambient scope mechanism is in use anywhere.
-    """
-
-    def __init__(self, default: Any, *, active: Callable[[], bool] = lambda: False) -> None:
-        self.default: Scope | None = coerce_scope(default) if default is not None else None
-        self._active = active
-        self._ambient_seen = False
-
-    def resolve(self, explicit: Any = None, ambient: Any = None) -> Scope:
-        """The scope of this call: ``explicit``, else ``ambient``, else the constructor's.
-
-        Raises:
-            ScopeError: with no scope at all, an incomplete one, or no ambient scope where one
-                is in use (see the class docstring).
-        """
-        if explicit is not None:
-            return coerce_scope(explicit)
-        if ambient is not None:
-            scope = coerce_scope(ambient)
-            self._ambient_seen = True
-            return scope
-        if self.default is None:
-            raise ScopeError("no scope: give scope= to the component, or one per request (there is no unscoped search)")
-        if self._ambient_seen or self._active():
-            raise ScopeError(
-                "no per-request scope found for this call, while this component serves per-request "
-                "scopes; it does not fall back to its constructor scope (a worker thread or task that "
-                "did not copy the request's context?)"
-            )
-        return self.default
-
-
-# -- options ----------------------------------------------------------------------------------
-
-
-def positive_int(name: str, value: object, *, allow_none: bool = True) -> None:
-    """Raise :class:`ConfigError` unless ``value`` is a positive integer (or ``None``)."""
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{name} must be a positive integer")
-
-
-def check_plain(mode: object, default: Scope | None) -> None:
-    """Validate a ``plain_documents`` option."""
-    if mode not in PLAIN_MODES:
-        raise ConfigError(f"plain_documents must be one of {list(PLAIN_MODES)}, not {mode!r}")
-    if mode == "owned" and default is None:
-        raise ConfigError("plain_documents='owned' needs scope=: plain documents belong to that scope")
-
-
-def core_embedder(obj: Any) -> Embedder:
-    """The core :class:`Embedder` of an embedding (the bundled model's wrappers unwrap to it)."""
-    inner = getattr(obj, "core_embedder", None)
-    if isinstance(inner, Embedder):
-        return inner
-    return as_embedder(obj)
-
-
-def calibrated_min_score(*objs: Any) -> float:
-    """The calibrated threshold of the first object that has one, else the seeds' 0.78."""
-    for obj in objs:
-        value = getattr(obj, "recommended_min_score", None)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    return SEED_MIN_SCORE
-
-
-def default_gate(gate: RecallGate | None, *embeddings: Any, **kwargs: Any) -> RecallGate:
-    """``gate``, else a gate at the calibrated threshold of the embedding in use (``kwargs``: sinks, clock)."""
-    if gate is not None:
-        return gate
-    return RecallGate(GateConfig(min_score=calibrated_min_score(*embeddings)), **kwargs)
-
-
-# -- feedback ---------------------------------------------------------------------------------
-
-
-def _counts(counts: Mapping[str, int]) -> str:
-    return ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
-
-
-def recall_feedback(
-    result: GateResult, component: str, *, plain: int = 0, semantic: bool = True
-) -> str | None:
-    """The warning line for a gate run that accepted nothing from a non-empty list, else ``None``.
-
-    Args:
-        result: the gate result.
-        component: the component's name.
-        plain: how many candidates carried no record metadata.
-        semantic: whether a semantic score was computed (an embedding or ``score_key``).
-    """
-    audit = result.audit
-    if result.accepted or audit.input_count == 0:
-        return None
-    line = f"{component} accepted 0 of {audit.input_count} candidates ({_counts(audit.counts)})"
-    hints = []
-    if plain:
-        hints.append(
-            f"{plain} carry no record metadata: add user_id, agent_id, memory_space_id, updated_at "
-            "(ISO 8601) and status to their metadata, write them through GatedVectorStore, or pass "
-            "plain_documents='owned'"
-        )
-    if audit.counts.get("low_score") and not semantic:
-        hints.append("no semantic score was computed: pass an embedding (or score_key=)")
-    return "; ".join([line, *hints])
-
-
-def write_feedback(decisions: Sequence[WriteDecision], component: str) -> str | None:
-    """The warning line for a write batch that stored nothing, else ``None``."""
-    kept = (WriteAction.WRITE, WriteAction.UPDATE, WriteAction.MERGE)
-    if not decisions or any(d.action in kept for d in decisions):
-        return None
-    actions: dict[str, int] = {}
-    reasons: dict[str, int] = {}
-    for d in decisions:
-        actions[d.action.value] = actions.get(d.action.value, 0) + 1
-        for r in d.reasons:
-            reasons[r.value] = reasons.get(r.value, 0) + 1
-    line = f"{component} stored 0 of {len(decisions)} documents ({_counts(actions)}; reasons {_counts(reasons)})"
-    hints = []
-    if "quarantine" in actions:
-        hints.append(
-            "held ones wait for review (quarantine_list, quarantine_approve); for a user's own "
-            "statements set origin='user_explicit' on the write filter"
-        )
-    if "scope_mismatch" in reasons:
-        hints.append("metadata naming another owner is refused: the write filter's scope is the owner")
-    return "; ".join([line, *hints])

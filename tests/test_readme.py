@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-SECTIONS = ("LangChain", "LlamaIndex")
+SECTIONS = ("Quickstart: a gated memory store", "LangChain", "LlamaIndex", "Gate hits you already have")
 _FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 

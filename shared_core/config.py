@@ -4,15 +4,25 @@ Thresholds are configuration, never code (R3): one :class:`GateConfig` per memor
 back to the defaults. A TOML file looks like this::
 
     [gate]                      # defaults for every memory space
+    max_age_days = 90           # min_score not set: the embedding's calibrated threshold
+
+    [spaces."imported".gate]    # scores from another system: the seeds' 0.78 means them
     min_score = 0.78
-    max_age_days = 90
 
     [spaces."support-bot".gate] # overrides for one memory space
     max_age_days = 30
     allow_draft = true
 
-Every audit record carries :meth:`GateConfig.config_hash`, so a decision can be traced to the exact
-configuration that made it.
+The semantic threshold belongs to the embedding model (DESIGN "Scores"): ``min_score = None`` (the
+default, and what a file that does not set ``min_score`` gives) means "the calibrated threshold of
+the embedding that scored the hits". It is resolved where the embedding is known:
+:class:`~shared_core.recall.gate.RecallGate` takes ``default_min_score`` (the store passes its
+embedding's ``recommended_min_score``; a gate over imported scores keeps the seeds' 0.78), and
+:meth:`GateConfig.resolved` fills it in. Loading a file therefore never replaces a calibrated
+threshold with another model's.
+
+Every audit record carries :meth:`GateConfig.config_hash` of the *resolved* settings, so a decision
+can be traced to the exact configuration (threshold included) that made it.
 """
 
 from __future__ import annotations
@@ -55,7 +65,8 @@ class GateConfig(BaseModel):
     """Recall-gate settings for one memory space (defaults are the seeds').
 
     Attributes:
-        min_score: semantic similarity (cosine, or the exporter's similarity) a hit needs (R3).
+        min_score: semantic similarity (cosine, or the exporter's similarity) a hit needs (R3);
+            ``None``: the calibrated threshold of the embedding (see the module docstring).
         min_lexical_score: keyword-match score in [0, 1] that also lets a hit pass (``None``: off).
         short_query_max_terms: queries with at most this many terms count as short.
         short_query_min_score: stricter ``min_score`` for short queries (``None``: same as long).
@@ -71,7 +82,7 @@ class GateConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    min_score: float = Field(default=SEED_MIN_SCORE, ge=-1.0, le=1.0)
+    min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
     min_lexical_score: float | None = Field(default=0.75, gt=0.0, le=1.0)
     short_query_max_terms: int = Field(default=2, ge=0, le=10_000)
     short_query_min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
@@ -101,6 +112,20 @@ class GateConfig(BaseModel):
     def config_hash(self) -> str:
         """A stable 16-hex-digit hash of every setting (same settings, same hash, any process)."""
         return _hash(self.model_dump(mode="json"))
+
+    def resolved(self, default_min_score: float = SEED_MIN_SCORE) -> GateConfig:
+        """These settings with ``min_score`` filled in: its own value, else ``default_min_score``.
+
+        Args:
+            default_min_score: the calibrated threshold of the embedding that scored the hits
+                (the seeds' 0.78 for scores imported from elsewhere).
+
+        Raises:
+            ConfigError: if ``default_min_score`` is not a similarity in [-1, 1].
+        """
+        if self.min_score is not None:
+            return self
+        return self.replace(min_score=default_min_score)
 
     def replace(self, **changes: Any) -> GateConfig:
         """Return a validated copy with ``changes`` applied (for what-if previews, R10).

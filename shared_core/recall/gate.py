@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from ..audit import AuditRecord, AuditSink, RejectedEntry, count_reasons, emit, query_hash
-from ..config import ConfigBook, GateConfig
+from ..config import SEED_MIN_SCORE, ConfigBook, GateConfig
 from ..model import Hit, Reason, Rejection, Scope, Status, coerce_scope
 from ..text import tokenize
 from ..timeutil import Clock, system_clock, to_utc
@@ -130,6 +130,10 @@ class RecallGate:
         sinks: audit sinks that receive one record per run (R9).
         clock: returns the current aware time (tests pass a frozen clock).
         token_counter: estimates tokens for ``max_tokens`` budgets.
+        default_min_score: the threshold for settings that leave ``min_score`` unset: the
+            calibrated threshold of the embedding that scores the hits (the store passes its
+            embedding's ``recommended_min_score``); default the seeds' 0.78, for scores imported
+            from elsewhere (DESIGN "Scores").
 
     Example:
         >>> gate = RecallGate(GateConfig(min_score=0.5))
@@ -145,10 +149,14 @@ class RecallGate:
         sinks: Sequence[AuditSink] = (),
         clock: Clock = system_clock,
         token_counter: Any = estimate_tokens,
+        default_min_score: float = SEED_MIN_SCORE,
     ) -> None:
         if config is None:
             config = GateConfig()
         self.book = config if isinstance(config, ConfigBook) else ConfigBook(default=config)
+        GateConfig(min_score=default_min_score)  # validates it (ConfigError names the field)
+        self.default_min_score = float(default_min_score)
+        self._resolved: dict[GateConfig, GateConfig] = {}
         self.rules: tuple[Rule, ...] = tuple(rules)
         self.rule_names: tuple[str, ...] = tuple(rule_name(r) for r in self.rules)
         self.sinks: tuple[AuditSink, ...] = tuple(sinks)
@@ -156,8 +164,19 @@ class RecallGate:
         self.token_counter = token_counter
 
     def config_for(self, scope: Scope) -> GateConfig:
-        """The settings of the scope's memory space."""
-        return self.book.for_space(scope.memory_space_id)
+        """The settings of the scope's memory space, ``min_score`` resolved (never ``None``)."""
+        return self.resolve(self.book.for_space(scope.memory_space_id))
+
+    def resolve(self, config: GateConfig) -> GateConfig:
+        """``config`` with an unset ``min_score`` replaced by this gate's ``default_min_score``."""
+        if config.min_score is not None:
+            return config
+        found = self._resolved.get(config)
+        if found is None:
+            if len(self._resolved) > 256:  # what-if previews may pass many configs
+                self._resolved.clear()
+            found = self._resolved[config] = config.resolved(self.default_min_score)
+        return found
 
     def evaluate(
         self,
@@ -191,7 +210,7 @@ class RecallGate:
         """
         started = time.perf_counter()
         scope = coerce_scope(scope)
-        cfg = config or self.config_for(scope)
+        cfg = self.resolve(config) if config is not None else self.config_for(scope)
         now_utc = to_utc(now) if now is not None else to_utc(self.clock())
 
         parsed: list[tuple[int, object, Hit | None]] = []

@@ -16,12 +16,11 @@ exception inside a rule rejects that hit as ``invalid``) and never change anythi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from ..config import GateConfig
+from ..config import SEED_MIN_SCORE, GateConfig
 from ..model import Hit, Reason, Scope, Status, Visibility
 from ..text import record_has_marker
 
@@ -71,10 +70,13 @@ def rule_name(rule: Rule) -> str:
     return str(name) if name else type(rule).__name__
 
 
-def _finite(value: object) -> bool:
-    return value is None or (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    )
+def _in_range(value: object, low: float, high: float) -> bool:
+    """``None``, or a real number (not a bool) in ``[low, high]``; NaN and infinities fail."""
+    if value is None:
+        return True
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return low <= value <= high  # NaN fails both comparisons, infinities the range
 
 
 def _nonempty(value: object) -> bool:
@@ -86,15 +88,14 @@ def _aware(value: object) -> bool:
 
 
 def rule_valid(hit: Hit, ctx: GateContext) -> Reason | None:
-    """Structural validity: finite scores, aware timestamps, known status, non-empty scope fields.
+    """Structural validity: scores finite and in range, aware timestamps, known status, scope fields.
 
     Models validate on construction; this re-check catches objects built without validation.
     """
     r = hit.record
-    s, lx = hit.score, hit.lexical_score
-    if not ((s is None or (s.__class__ is float and -1.0 <= s <= 1.0)) or _finite(s)) or not (
-        lx is None or (lx.__class__ is float and 0.0 <= lx <= 1.0) or _finite(lx)
-    ):
+    # The bounded scores of DESIGN "Scores": cosine in [-1, 1], lexical share in [0, 1]. A value
+    # outside its range (5.0, -2.0) is as meaningless as NaN: invalid, never compared.
+    if not _in_range(hit.score, -1.0, 1.0) or not _in_range(hit.lexical_score, 0.0, 1.0):
         return Reason.INVALID
     if not (
         _nonempty(r.id) and _nonempty(r.user_id) and _nonempty(r.agent_id) and _nonempty(r.memory_space_id)
@@ -144,13 +145,16 @@ def rule_expired(hit: Hit, ctx: GateContext) -> Reason | None:
 def threshold_for(ctx: GateContext) -> float:
     """The semantic threshold for this query: ``min_score``, stricter for short queries (R3)."""
     cfg = ctx.config
+    # The gate resolves an unset min_score to the embedding's threshold; a context built by hand
+    # without it falls back to the seeds' value.
+    base = cfg.min_score if cfg.min_score is not None else SEED_MIN_SCORE
     if (
         cfg.short_query_min_score is not None
         and ctx.query_terms is not None
         and ctx.query_terms <= cfg.short_query_max_terms
     ):
-        return max(cfg.min_score, cfg.short_query_min_score)
-    return cfg.min_score
+        return max(base, cfg.short_query_min_score)
+    return base
 
 
 def rule_score(hit: Hit, ctx: GateContext) -> Reason | None:

@@ -66,10 +66,11 @@ a temporary folder keyed by the embedding and the exact texts, so re-runs skip t
 from __future__ import annotations
 
 from .beir import BEIR_SCOPE, BeirData, beir_cases, beir_store, beir_texts, load_beir
-from .cache import cached_vectors, embedding_cache_path
+from .cache import CachedEmbedder, cached_vectors, embedding_cache_path
 from .cases import EvalCase, load_cases
 from .command import run_eval_command
 from .example import EXAMPLE_FORGET, build_example_store, example_cases_path, example_memories_path
+from .exported import exported_store, read_jsonl_records
 from .metrics import is_out_of_date, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank, visible_to
 from .report import CaseResult, EvalReport
 from .runner import evaluate_cases, ranked_candidates
@@ -78,6 +79,7 @@ __all__ = [
     "BEIR_SCOPE",
     "EXAMPLE_FORGET",
     "BeirData",
+    "CachedEmbedder",
     "CaseResult",
     "EvalCase",
     "EvalReport",
@@ -90,12 +92,14 @@ __all__ = [
     "evaluate_cases",
     "example_cases_path",
     "example_memories_path",
+    "exported_store",
     "is_out_of_date",
     "load_beir",
     "load_cases",
     "ndcg_at_k",
     "precision_at_k",
     "ranked_candidates",
+    "read_jsonl_records",
     "recall_at_k",
     "reciprocal_rank",
     "run_eval_command",

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["cached_vectors", "embedding_cache_path"]
+__all__ = ["CachedEmbedder", "cached_vectors", "embedding_cache_path"]
 
 
 def _cache_dir(cache_dir: str | Path | None) -> Path:
@@ -81,3 +81,60 @@ def cached_vectors(
     except OSError:
         pass  # caching is an optimisation only
     return out
+
+
+class CachedEmbedder:
+    """An :class:`~shared_core.embedding.Embedder` that answers known texts from a table.
+
+    Evaluation runs embed the same corpus and the same queries again and again; this wrapper
+    returns the cached vector of a text it was given (:meth:`remember`) and asks the wrapped
+    model for any other text, so results are those of the model, only faster. ``name``,
+    ``dimension`` and ``recommended_min_score`` are the wrapped model's.
+    """
+
+    def __init__(self, embedder: Any) -> None:
+        self.inner = embedder
+        self._table: dict[str, NDArray[np.float32]] = {}
+
+    @property
+    def name(self) -> str:
+        """The wrapped model's name."""
+        return str(self.inner.name)
+
+    @property
+    def dimension(self) -> int:
+        """The wrapped model's dimension."""
+        return int(self.inner.dimension)
+
+    @property
+    def max_length(self) -> object:
+        """The wrapped model's ``max_length`` (part of the cache key), if it has one."""
+        return getattr(self.inner, "max_length", "")
+
+    def __getattr__(self, attr: str) -> Any:
+        # recommended_min_score and other calibrated values of the wrapped model
+        if attr.startswith("recommended_"):
+            return getattr(self.inner, attr)
+        raise AttributeError(attr)
+
+    def remember(self, texts: Sequence[str], vectors: NDArray[np.float32]) -> None:
+        """Register the vectors of ``texts`` (rows aligned with the texts)."""
+        for text, vec in zip(texts, vectors, strict=True):
+            self._table[text] = np.asarray(vec, dtype=np.float32)
+
+    def embed_documents(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Cached vectors where known, the model's for the rest."""
+        items = list(texts)
+        missing = [t for t in dict.fromkeys(items) if t not in self._table]
+        if missing:
+            self.remember(missing, self.inner.embed_documents(missing))
+        if not items:
+            return np.empty((0, self.dimension), dtype=np.float32)
+        return np.stack([self._table[t] for t in items])
+
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        """The cached vector of ``text``, else the model's query embedding."""
+        vec = self._table.get(text)
+        if vec is None:
+            vec = self._table[text] = np.asarray(self.inner.embed_query(text), dtype=np.float32)
+        return vec

@@ -199,7 +199,7 @@ def test_a_file_without_min_score_keeps_the_embeddings_threshold(tmp_path: Path)
     p = tmp_path / "gate.toml"
     p.write_text('[gate]\nmax_age_days = 30\n\n[spaces."strict".gate]\nmin_score = 0.7\n', encoding="utf-8")
     book = load_config(p)
-    gate = RecallGate(book, default_min_score=0.54, clock=FrozenClock(NOW))
+    gate = RecallGate(book, calibration=0.54, clock=FrozenClock(NOW))
     other = Scope(user_id="u1", agent_id="a1", memory_space_id="other")
     strict = Scope(user_id="u1", agent_id="a1", memory_space_id="strict")
     assert gate.config_for(other).min_score == 0.54
@@ -217,5 +217,5 @@ def test_a_file_that_sets_min_score_wins(tmp_path: Path) -> None:
     """A file that sets min_score overrides the embedding's threshold, for every space it covers."""
     p = tmp_path / "gate.toml"
     p.write_text("[gate]\nmin_score = 0.66\n", encoding="utf-8")
-    gate = RecallGate(load_config(p), default_min_score=0.54)
+    gate = RecallGate(load_config(p), calibration=0.54)
     assert gate.config_for(SCOPE_OBJ).min_score == 0.66

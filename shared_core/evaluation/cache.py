@@ -113,7 +113,7 @@ class CachedEmbedder:
 
     def __getattr__(self, attr: str) -> Any:
         # recommended_min_score and other calibrated values of the wrapped model
-        if attr.startswith("recommended_"):
+        if attr.startswith("recommended_") or attr == "calibration":
             return getattr(self.inner, attr)
         raise AttributeError(attr)
 

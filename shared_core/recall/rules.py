@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from ..config import SEED_MIN_SCORE, GateConfig
+from ..config import LEXICAL_WEIGHT, SEED_MIN_SCORE, GateConfig
 from ..model import Hit, Reason, Scope, Status, Visibility
 from ..text import record_has_marker
 
@@ -39,6 +39,7 @@ __all__ = [
     "rule_superseded",
     "rule_tier",
     "rule_valid",
+    "support",
 ]
 
 
@@ -52,6 +53,8 @@ class GateContext:
         now: the gate's clock reading, aware UTC.
         query_terms: number of terms in the query (for the short-query threshold), or ``None``.
         superseded_ids: ids that another in-scope hit of the same batch declares it supersedes.
+        best_support: the highest :func:`support` among the batch's in-scope hits (the anchor of
+            the relative rule), or ``None``.
     """
 
     scope: Scope
@@ -59,6 +62,7 @@ class GateContext:
     now: datetime
     query_terms: int | None = None
     superseded_ids: frozenset[str] = field(default_factory=frozenset)
+    best_support: float | None = None
 
 
 Rule = Callable[[Hit, GateContext], Reason | None]
@@ -157,16 +161,38 @@ def threshold_for(ctx: GateContext) -> float:
     return base
 
 
-def rule_score(hit: Hit, ctx: GateContext) -> Reason | None:
-    """Semantic score at or above the threshold, or lexical score at or above its own (R3).
+def support(hit: Hit) -> float | None:
+    """A hit's support: ``cosine + LEXICAL_WEIGHT * lexical`` (``None`` without a cosine)."""
+    s = hit.score
+    if s is None or not _in_range(s, -1.0, 1.0):
+        return None
+    lx = hit.lexical_score if _in_range(hit.lexical_score, 0.0, 1.0) else None
+    return float(s) + LEXICAL_WEIGHT * float(lx or 0.0)
 
-    Written as "pass only if >=" so that NaN never passes.
+
+def rule_score(hit: Hit, ctx: GateContext) -> Reason | None:
+    """Relevant enough: an absolute threshold, or close to a clearly relevant best candidate (R3).
+
+    A hit passes when (1) its cosine reaches ``min_score`` (stricter for short queries), or (2) its
+    lexical score reaches ``min_lexical_score``, or (3) with ``relevance = "relative"``: the
+    query's best in-scope candidate has a support of at least ``anchor_score`` (the scope holds
+    something clearly on the query's topic), this hit's support is within ``relative_margin`` of
+    that best one, and its cosine is at least ``relative_floor``. So the evidence around a clear
+    answer is kept, while a memory that is only vaguely similar, far below the best, or in a scope
+    where nothing is on topic, is rejected (seed 000). Written as "pass only if >=" so that NaN
+    never passes.
     """
     if hit.score is not None and hit.score >= threshold_for(ctx):
         return None
     lex_min = ctx.config.min_lexical_score
     if lex_min is not None and hit.lexical_score is not None and hit.lexical_score >= lex_min:
         return None
+    rel = ctx.config.relative_rule()
+    best = ctx.best_support
+    if rel is not None and best is not None and best >= rel[0]:
+        own = support(hit)
+        if own is not None and own >= best - rel[1] and hit.score is not None and hit.score >= rel[2]:
+            return None
     return Reason.LOW_SCORE
 
 

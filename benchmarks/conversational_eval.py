@@ -22,12 +22,14 @@ re-runs only the gate on the same candidates (``evaluation.calibrate``). Columns
 * SQA ``rec`` = recall@10 (target >= 0.95), ``sup`` = superseded memories accepted (must be 0);
 * SciFact ``nDCG`` gated and the gap to the pre-gate ranking's (target <= 0.03);
 * Distractors ``rec``, ``vague`` = vaguely similar memories accepted, ``none+`` = off-topic
-  questions that accepted anything.
+  questions that accepted anything; the same for the Japanese/Korean distractor cases
+  (``benchmarks/data/distractor_ja_ko_*``: 5 spaces, 10 questions with an answer, 5 without).
 
 Run (repository root; the first run embeds ~10k texts, a few minutes, then cached)::
 
     python benchmarks/conversational_eval.py            # the operating-point table and the default
     python benchmarks/conversational_eval.py --quick    # fewer points
+    python benchmarks/conversational_eval.py --use      # the multilingual extra's calibration
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -70,9 +73,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--quick", action="store_true", help="a coarser grid")
     ap.add_argument("--no-scifact", action="store_true")
+    ap.add_argument(
+        "--use",
+        action="store_true",
+        help="the multilingual extra (UniversalSentenceEncoder) instead of MiniLM; SciFact skipped",
+    )
     args = ap.parse_args(argv)
 
-    model = default_embedding()
+    if args.use:
+        from shared_core.embedding import UniversalSentenceEncoder
+
+        model: Any = UniversalSentenceEncoder()
+        args.no_scifact = True
+    else:
+        model = default_embedding()
     cal = calibration_of(model)
     default = GateConfig().resolved(cal)
     print(f"embedding {model.name}; shipped calibration: {cal.model_dump(exclude={'source'})}")
@@ -80,8 +94,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     sets: dict[str, tuple[object, list[SearchedCase]]] = {}
     refused: dict[str, dict[str, int]] = {}
 
-    for name, folder in (("locomo", args.data / "locomo_dev"), ("sqa", args.data / "sqa_dev"), ("distractor", HERE)):
-        prefix = "distractor_" if name == "distractor" else ""
+    for name, folder, prefix in (
+        ("locomo", args.data / "locomo_dev", ""),
+        ("sqa", args.data / "sqa_dev", ""),
+        ("distractor", HERE, "distractor_"),
+        ("ja_ko", HERE, "distractor_ja_ko_"),
+    ):
         cases = load_cases(folder / f"{prefix}cases.jsonl")
         store, decisions = exported_store(
             folder / f"{prefix}memories.jsonl", embedding=model, config=default, queries=[c.query for c in cases]
@@ -122,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     header = (
         f"| {'operating point':<58} | LoCoMo ratio | probe+ | foreign | SQA rec | sup | SciFact nDCG (gap) "
-        "| distr. rec | vague | none+ |"
+        "| distr. rec | vague | none+ | ja/ko rec | vague | none+ |"
     )
     print(header)
     print("|" + "|".join("---" for _ in range(header.count("|") - 1)) + "|")
@@ -130,14 +148,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     for cfg in configs:
         pts = {n: operating_point(st, sc, cfg, k=K) for n, (st, sc) in sets.items()}  # type: ignore[arg-type]
         rows.append((cfg, pts))
-        li, lp, sq, di = pts["locomo_in"], pts["locomo_probe"], pts["sqa"], pts["distractor"]
+        li, lp, sq, di, jk = pts["locomo_in"], pts["locomo_probe"], pts["sqa"], pts["distractor"], pts["ja_ko"]
         sf = pts.get("scifact")
         sf_txt = "n/a" if sf is None else f"{sf.ndcg:.4f} ({(sf.pre_ndcg or 0) - (sf.ndcg or 0):+.4f})"
         mark = " **default**" if cfg == default else ""
         print(
             f"| {li.label:<58}{mark} | {li.ratio:.3f} | {lp.empty_accepting / max(1, lp.empty_cases):.3f} | "
             f"{li.leaked + lp.leaked} | {sq.recall:.3f} | {sq.forbidden} | {sf_txt} | {di.recall:.3f} | "
-            f"{di.forbidden} | {di.empty_accepting}/{di.empty_cases} |"
+            f"{di.forbidden} | {di.empty_accepting}/{di.empty_cases} | {jk.recall:.3f} | {jk.forbidden} | "
+            f"{jk.empty_accepting}/{jk.empty_cases} |"
         )
     li = rows[0][1]["locomo_in"]
     sf0 = rows[0][1].get("scifact")

@@ -102,7 +102,9 @@ def test_same_text_scores_the_same_in_the_private_and_the_shared_partition() -> 
     """
     store = make_store()
     private = [mem(b, id=f"p{i}") for i, b in enumerate(BODIES)]
-    filler = [mem(f"Shared note {i} about the office plants", id=f"f{i}", visibility="shared") for i in range(6)]
+    filler = [
+        mem(f"Shared note {i} about the office plants", id=f"f{i}", visibility="shared") for i in range(6)
+    ]
     twin = mem(BODIES[3], id="shared-twin", visibility="shared")
     decisions = store.import_records([*private, *filler, twin], skip=("dedup",))
     assert all(d.stored for d in decisions), [(d.action, d.detail) for d in decisions]
@@ -132,7 +134,11 @@ def test_a_lone_shared_match_does_not_outrank_better_private_matches() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    st.lists(st.lists(st.sampled_from(["a1", "b2", "c3", "d4", "e5"]), min_size=0, max_size=6), min_size=1, max_size=12),
+    st.lists(
+        st.lists(st.sampled_from(["a1", "b2", "c3", "d4", "e5"]), min_size=0, max_size=6),
+        min_size=1,
+        max_size=12,
+    ),
     st.integers(min_value=1, max_value=11),
 )
 def test_scores_across_partitions_equal_scores_of_one_index(docs: list[list[str]], cut: int) -> None:
@@ -205,7 +211,9 @@ def test_a_file_without_min_score_keeps_the_embeddings_threshold(tmp_path: Path)
     assert gate.config_for(other).min_score == 0.54
     assert gate.config_for(other).max_age_days == 30
     assert gate.config_for(strict).min_score == 0.7
-    hit = _hit(score=0.6).model_copy(update={"record": _hit().record.model_copy(update={"memory_space_id": "other"})})
+    hit = _hit(score=0.6).model_copy(
+        update={"record": _hit().record.model_copy(update={"memory_space_id": "other"})}
+    )
     assert gate.evaluate([hit], scope=other).accepted_ids == ["m1"]
     # The audit hash is that of the resolved settings: the threshold in force is traceable.
     assert gate.evaluate([hit], scope=other).audit.config_hash == gate.config_for(other).config_hash()

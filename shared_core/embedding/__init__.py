@@ -9,6 +9,14 @@ from __future__ import annotations
 from .adapters import as_embedder
 from .calibration import calibration_of
 from .minilm import MiniLMEmbedding, default_embedding
+from .multilingual import UniversalSentenceEncoder
 from .protocol import Embedder
 
-__all__ = ["Embedder", "MiniLMEmbedding", "as_embedder", "calibration_of", "default_embedding"]
+__all__ = [
+    "Embedder",
+    "MiniLMEmbedding",
+    "UniversalSentenceEncoder",
+    "as_embedder",
+    "calibration_of",
+    "default_embedding",
+]

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from shared_core import embedding as embedding_module
+from shared_core.embedding import minilm as embedding_module
 from shared_core.embedding import MiniLMEmbedding
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"

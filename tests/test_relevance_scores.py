@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stores import NOW, SCOPE, make_store, mem
 
 from shared_core import GateConfig, RecallGate, load_config
 from shared_core.model import Hit, MemoryRecord, Reason, Scope
@@ -25,7 +26,6 @@ from shared_core.recall.wrapped import Candidate, gate_candidates
 from shared_core.retrieval.bm25 import BM25Partition, CorpusStats, lexical_scores, top_across, union_stats
 from shared_core.testing import FrozenClock
 from shared_core.text import tokenize
-from tests.stores import NOW, SCOPE, make_store, mem
 
 SCOPE_OBJ = Scope(**SCOPE)
 

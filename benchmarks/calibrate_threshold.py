@@ -53,8 +53,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from shared_core import embedding as embedding_module
 from shared_core.embedding import MiniLMEmbedding
+from shared_core.embedding import minilm as embedding_module
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 DEFAULT_CACHE = Path("/tmp/recall-gate-calibration")

@@ -31,9 +31,9 @@ What is measured (issue 3)
       llm=MockLLM(), use_async=False)`` with ``similarity_top_k=100`` everywhere and a Chroma
       vector store.
 
-Bulk loading bypasses the write gate ON PURPOSE: the documents are public abstracts, not agent
-memories, and the write gate's screens and dedup are not what is measured here. The script calls
-``store._commit(records, vectors)``, the internal bulk write that only the write gate uses.
+Bulk loading goes through the write gate's bulk import (``store.import_records``) with the cached
+vectors and two steps skipped, which the audit records: the screens and dedup (the documents are
+public abstracts, not agent memories; dedup would merge abstracts BEIR counts separately).
 
 Tuning (``--sweep``) runs on TRAIN only: RRF k, channel weights, adaptive weights, candidates per
 channel, BM25 k1/b and stemming, all measured through the core's own ``fuse`` on the same channel
@@ -77,13 +77,16 @@ from _common import (
     llamaindex_embedding,
     load_scifact,
     machine,
-    minilm_vectors,
     ndcg_at_k,
     percentile,
     recall_at_k,
 )
 
+from shared_core.config import GateConfig
+from shared_core.embedding import MiniLMEmbedding, calibration_of
+from shared_core.evaluation import cached_vectors
 from shared_core.model import MemoryRecord, Origin, Scope, Status, Tier
+from shared_core.retrieval.bm25 import BM25Partition
 from shared_core.retrieval.fusion import ChannelResult, FusionConfig, fuse, query_weights
 from shared_core.store import MemoryStore
 from shared_core.text import tokenize
@@ -93,6 +96,8 @@ warnings.filterwarnings("ignore", category=DeprecationWarning)
 SCOPE = Scope(user_id="bench-user", agent_id="bench-agent", memory_space_id="scifact")
 K = 100
 WARMUP = 20
+GATE_CONFIG = GateConfig().resolved(calibration_of(MiniLMEmbedding()))
+"""The gate settings the shipped embedding calibrates (relative rule on)."""
 
 
 @dataclass
@@ -200,16 +205,19 @@ def make_store(
 ) -> MemoryStore:
     """An in-memory store holding every abstract.
 
-    Without ``over``, the records are bulk-loaded with ``store._commit`` (past the write gate ON
-    PURPOSE, see the module docstring). With ``over``, the new store opens the same Chroma
-    collection read-only (same client and collection prefix) and builds its own in-process
-    partition from it, so the abstracts are loaded into Chroma once for all configurations.
+    Without ``over``, the records go through the write gate's bulk import with the precomputed
+    vectors, skipping the screens and dedup (public abstracts, not agent memories; the audit
+    records the skip). With ``over``, the new store opens the same Chroma collections read-only
+    (same client and collection prefix) and builds its own in-process partition from them, so the
+    abstracts are loaded into Chroma once for all configurations. Every store gets the embedding's
+    calibrated gate settings (``GateConfig().resolved(calibration_of(MiniLM))``).
     """
     opts: dict[str, Any] = {
         "embedding": emb,
         "bm25_engine": engine,
         "fusion": fusion,
         "vector_search": vector_search,
+        "config": GATE_CONFIG,
     }
     if over is not None:
         client, prefix = over._bench_chroma  # type: ignore[attr-defined]
@@ -217,15 +225,38 @@ def make_store(
     client, prefix = ephemeral_chroma(), f"rq{time.time_ns() % 10**9}"
     store = MemoryStore(None, client=client, collection_prefix=prefix, **opts)
     store._bench_chroma = (client, prefix)  # type: ignore[attr-defined]
-    for start in range(0, len(records), 5000):
-        store._commit(records[start : start + 5000], vectors[start : start + 5000])
+    items = [{**r.model_dump(mode="json", exclude_none=True), "cited": True} for r in records]
+    for start in range(0, len(items), 1000):
+        decisions = store.import_records(
+            items[start : start + 1000], vectors=vectors[start : start + 1000], skip=("screens", "dedup")
+        )
+        assert all(d.stored for d in decisions), "every abstract is stored"
     return store
 
 
-def partition_view(store: MemoryStore) -> Any:
-    """The scope's private partition view (where every benchmark memory lives)."""
-    priv_key, _shared = store._scope_keys(SCOPE)
-    return store._partition(priv_key).view()
+@dataclass(frozen=True)
+class ChannelView:
+    """The scope's corpus as the store ranks it: ids, unit vectors and a BM25 partition.
+
+    Built with the store's own code (``BM25Partition`` over ``tokenize(record_text)``, exact dot
+    products), so its channel lists are exactly those ``search`` fuses (checked in ``main``).
+    """
+
+    ids: tuple[str, ...]
+    matrix: np.ndarray
+    bm25: BM25Partition
+
+    def similarities(self, qv: np.ndarray) -> np.ndarray:
+        return np.einsum("ij,j->i", self.matrix, qv)
+
+
+def partition_view(data: SciFact, dvecs: np.ndarray, engine: str = "rank_bm25") -> ChannelView:
+    """The channel view of the whole corpus (every benchmark memory lives in one scope)."""
+    order = sorted(range(len(data.doc_ids)), key=lambda i: data.doc_ids[i])  # partitions sort ids
+    ids = tuple(data.doc_ids[i] for i in order)
+    texts = data.doc_texts()
+    tokens = [tokenize(texts[i]) for i in order]
+    return ChannelView(ids, dvecs[order], BM25Partition(ids, tokens, engine=engine))  # type: ignore[arg-type]
 
 
 def keyword_channel(view: Any, query: str, k: int = K) -> tuple[list[str], list[float]]:
@@ -237,7 +268,7 @@ def keyword_channel(view: Any, query: str, k: int = K) -> tuple[list[str], list[
 
 def vector_channel(view: Any, qv: np.ndarray, k: int = K) -> tuple[list[str], list[float]]:
     """The store's exact vector channel (``vector_search="memory"``)."""
-    sims = view.similarities(qv) if hasattr(view, "similarities") else view.matrix @ qv
+    sims = view.similarities(qv)
     k = min(k, sims.size)
     top = np.argpartition(-sims, k - 1)[:k]
     pairs = sorted(((float(sims[i]), view.ids[i]) for i in top), key=lambda x: (-x[0], x[1]))
@@ -318,13 +349,11 @@ def llamaindex_fusion(data: SciFact, table: VectorTable, client: Any) -> Any:
 # -- tuning sweep (TRAIN only) ----------------------------------------------------------------
 
 
-def sweep(data: SciFact, qidx: Sequence[int], qvecs: np.ndarray, store: MemoryStore) -> None:
+def sweep(data: SciFact, qidx: Sequence[int], qvecs: np.ndarray, store: MemoryStore, view: ChannelView) -> None:
     """Measure fusion and BM25 settings through the core's ``fuse`` on precomputed channel lists."""
     import bm25s
-    import Stemmer
 
     print("\n== tuning sweep on SciFact TRAIN (fuse() of the core on precomputed channel lists) ==")
-    view = partition_view(store)
     deep = 200
     kw_lists = [keyword_channel(view, data.queries[i], deep) for i in qidx]
     vec_lists = [vector_channel(view, qvecs[i], deep) for i in qidx]
@@ -428,7 +457,10 @@ def sweep(data: SciFact, qidx: Sequence[int], qvecs: np.ndarray, store: MemorySt
         ("rrf k=10", base.model_copy(update={"rrf_k": 10})),
         ("rrf k=20", base.model_copy(update={"rrf_k": 20})),
         ("weighted 1:1 adaptive", wbase),
+        ("weighted lex 0.3 adaptive", wbase.model_copy(update={"lexical_weight": 0.3})),
         ("weighted lex 0.5 adaptive", wbase.model_copy(update={"lexical_weight": 0.5})),
+        ("weighted lex 0.7 adaptive", wbase.model_copy(update={"lexical_weight": 0.7})),
+        ("rrf k=5", base.model_copy(update={"rrf_k": 5})),
     ):
         print(f"    {label:<28} {on_halves(cfg)}")
     # Which queries does the adaptive rule touch?
@@ -438,21 +470,24 @@ def sweep(data: SciFact, qidx: Sequence[int], qvecs: np.ndarray, store: MemorySt
         f"  adaptive rule: {n_code} queries lean lexical (code-like token), {n_long} lean semantic (>= 8 words), of {len(qidx)}"
     )
 
-    # BM25 variants through bm25s (method="lucene", the formula of our engines) on the same tokens.
+    # BM25 variants through bm25s (method="lucene", the formula of our engines): the core's tokens
+    # (Snowball-stemmed since issue 11) against the same tokens without stemming.
+    import shared_core.text as text_mod
+
     texts = data.doc_texts()
     ids = list(data.doc_ids)
-    stem = Stemmer.Stemmer("english")
-    tok_plain = [tokenize(t) for t in texts]
-    q_plain = [tokenize(data.queries[i]) for i in qidx]
-    variants = {
-        "core tokenize": (tok_plain, q_plain),
-        "core tokenize + Snowball stem": (
-            [stem.stemWords(t) for t in tok_plain],
-            [stem.stemWords(q) for q in q_plain],
-        ),
-    }
+    tok_stem = [tokenize(t) for t in texts]
+    q_stem = [tokenize(data.queries[i]) for i in qidx]
+    real_stem = text_mod.stem
+    text_mod.stem = lambda w: w  # type: ignore[assignment]
+    try:
+        tok_plain = [tokenize(t) for t in texts]
+        q_plain = [tokenize(data.queries[i]) for i in qidx]
+    finally:
+        text_mod.stem = real_stem
+    variants = {"core tokenize (stemmed)": (tok_stem, q_stem), "core tokenize, no stemming": (tok_plain, q_plain)}
     for label, (dtoks, qtoks) in variants.items():
-        for k1, b in ((0.9, 0.4), (1.2, 0.75), (1.5, 0.75), (0.9, 0.75)):
+        for k1, b in ((0.9, 0.4), (1.2, 0.75)):
             r = bm25s.BM25(method="lucene", k1=k1, b=b)
             r.index([t or [""] for t in dtoks], show_progress=False)
             vocab = r.vocab_dict
@@ -463,11 +498,10 @@ def sweep(data: SciFact, qidx: Sequence[int], qvecs: np.ndarray, store: MemorySt
                 top = np.argsort(-s, kind="stable")[:deep]
                 lists.append(([ids[j] for j in top if s[j] > 0], [float(s[j]) for j in top if s[j] > 0]))
             nd_b = single(lists)[0]
-            nd_f = evaluate(base.model_copy(update={"rrf_k": 60}), lists, vec_lists)[0]
             nd_f10 = evaluate(base.model_copy(update={"rrf_k": 10}), lists, vec_lists)[0]
             nd_w = evaluate(wbase.model_copy(update={"lexical_weight": 0.5}), lists, vec_lists)[0]
             print(
-                f"  BM25 {label:<30} k1={k1} b={b}: BM25 {nd_b:.4f}  fused rrf60 {nd_f:.4f}  rrf10 {nd_f10:.4f}  "
+                f"  BM25 {label:<28} k1={k1} b={b}: BM25 {nd_b:.4f}  fused rrf10 {nd_f10:.4f}  "
                 f"weighted(lex .5) {nd_w:.4f}"
             )
 
@@ -475,12 +509,11 @@ def sweep(data: SciFact, qidx: Sequence[int], qvecs: np.ndarray, store: MemorySt
 # -- diagnostics: where the time of one search goes, and measured alternatives ----------------
 
 
-def diagnose(data: SciFact, qidx: Sequence[int], qvecs: np.ndarray, store: MemoryStore) -> None:
+def diagnose(data: SciFact, qidx: Sequence[int], qvecs: np.ndarray, store: MemoryStore, view: ChannelView) -> None:
     """Time the parts of ``search`` on this partition and prototypes of cheaper equivalents."""
     from collections import defaultdict
 
     print("\n== diagnostics (5,183 memories in one scope; medians over the judged queries) ==")
-    view = partition_view(store)
     qs = [data.queries[i] for i in qidx]
     toks = [tokenize(q) for q in qs]
 
@@ -655,23 +688,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     qidx = list(range(len(data.queries)))[: args.limit or None]
     print(f"SciFact train: {len(data.doc_ids)} documents, {len(qidx)} judged queries")
     texts = data.doc_texts()
-    dvecs = minilm_vectors(texts, "scifact-corpus")
-    qvecs = minilm_vectors(data.queries, "scifact-train-queries")
+    model = MiniLMEmbedding(threads=2)
+    dvecs = cached_vectors(model, texts, progress=True)  # the evaluation cache (by model and texts)
+    qvecs = cached_vectors(model, data.queries, progress=True)
     table = VectorTable()
     table.add(texts, dvecs)
     table.add(data.queries, qvecs)
     emb = CachedEmbedding(table)
     records = build_records(data)
 
-    print("\nloading (bulk _commit, past the write gate on purpose) ...")
+    print("\nloading (gated bulk import, screens and dedup skipped) ...")
     t0 = time.perf_counter()
     store = make_store(emb, records, dvecs)
     store_s = make_store(emb, records, dvecs, engine="bm25s", over=store)
     store_w = make_store(emb, records, dvecs, fusion=FusionConfig(mode="weighted"), over=store)
     store_c = make_store(emb, records, dvecs, vector_search="chroma", over=store)
-    view, view_s = partition_view(store), partition_view(store_s)
-    for st in (store_w, store_c):
-        partition_view(st)
+    view, view_s = partition_view(data, dvecs), partition_view(data, dvecs, "bm25s")
+    for st in (store_w, store_c, store_s):
+        st.search(data.queries[0], scope=SCOPE)  # build their partitions now
     assert len(view.ids) == len(records), "every abstract is in the scope's partition"
     print(
         f"  {len(records)} memories in Chroma once, 4 stores' partitions built: {time.perf_counter() - t0:.0f} s"
@@ -697,7 +731,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ours fused RRF adaptive (bm25s)": searcher(store_s),
         "ours fused weighted (rank_bm25)": searcher(store_w),
         "ours fused RRF adaptive (rank_bm25, Chroma HNSW)": searcher(store_c),
-        GATED: lambda q, i: [h.id for h in store.query(q, scope=SCOPE, candidates=K).accepted],
+        GATED: lambda q, i: [h.id for h in store.query(q, scope=SCOPE, candidates=K, k=10).accepted],
     }
     if not args.no_peers:
         print("building the peers (same documents, same vectors) ...")
@@ -754,9 +788,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
 
     if args.diagnose:
-        diagnose(data, qidx, qvecs, store)
+        diagnose(data, qidx, qvecs, store, view)
     if args.sweep:
-        sweep(data, qidx, qvecs, store)
+        sweep(data, qidx, qvecs, store, view)
     return 0
 
 

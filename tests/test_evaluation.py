@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from stores import NOW, SpyEmbedding, restore
 
@@ -369,3 +370,40 @@ def test_scifact_train_sample(shared_data: Path, tmp_path: Path) -> None:
     # Deterministic with the shipped model; the first 20 claims measure 0.65 / 0.41 (a floor, not a target).
     assert data_out["metrics"]["retrieval_recall@10"] >= 0.5
     assert data_out["metrics"]["retrieval_ndcg@10"] >= 0.3
+
+
+def test_cached_embedder_answers_from_its_table_and_falls_back_to_the_model(tmp_path: Path) -> None:
+    """CachedEmbedder returns the model's vectors: cached ones for known texts, fresh ones for others."""
+    from shared_core.evaluation import CachedEmbedder, cached_vectors
+    from shared_core.testing import HashEmbedding
+
+    model = HashEmbedding()
+    emb = CachedEmbedder(model)
+    texts = ["posting policy", "refund rules"]
+    vecs = cached_vectors(model, texts, cache_dir=tmp_path)
+    assert list(tmp_path.glob("*.npy"))  # written once
+    np.testing.assert_allclose(cached_vectors(model, texts, cache_dir=tmp_path), vecs)
+    emb.remember(texts, vecs)
+    np.testing.assert_allclose(emb.embed_documents(texts), model.embed_documents(texts), atol=1e-6)
+    np.testing.assert_allclose(emb.embed_query("unseen text"), model.embed_query("unseen text"), atol=1e-6)
+    assert (emb.name, emb.dimension) == (model.name, model.dimension)
+    with pytest.raises(AttributeError):
+        _ = emb.calibration  # HashEmbedding has none: not invented by the wrapper
+
+
+def test_exported_store_reports_every_decision(tmp_path: Path) -> None:
+    """exported_store loads records through the full write gate and returns one decision per record."""
+    from shared_core.evaluation import exported_store
+    from shared_core.testing import HashEmbedding
+
+    scope = {"user_id": "u", "agent_id": "a", "memory_space_id": "s"}
+    recs = [
+        {"id": "m1", "title": "Posting", "body": "Posts go out at nine.", **scope, "status": "approved",
+         "origin": "user_explicit", "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z"},
+        {"id": "m2", "title": "Bad", "body": "x", **scope, "created_at": "not a date"},
+    ]  # fmt: skip
+    store, decisions = exported_store(recs, embedding=HashEmbedding(), cache_dir=tmp_path)
+    with store:
+        assert [d.action.value for d in decisions] == ["write", "reject"]
+        assert any("created_at" in x for x in decisions[1].detail)
+        assert store.all_ids("s") == {"m1"}

@@ -39,3 +39,28 @@ def test_text_functions_never_raise(text: str) -> None:
     normalize(text + "\ud800\x00")
     tokenize(text + "\ud800\x00")
     contains_marker(text, ["superseded"])
+
+
+def test_latin_words_are_stemmed() -> None:
+    """Inflections of one English word give one token (Snowball), so they match in BM25."""
+    assert tokenize("posting policies") == tokenize("posted policy")
+    assert tokenize("Running runs") == ["run", "run"]
+    assert tokenize("The refunds") == tokenize("refund")
+
+
+def test_stemming_leaves_identifiers_scripts_and_bigrams_alone() -> None:
+    """Identifiers keep their exact form, CJK stays bigrams, Korean too, digits unchanged."""
+    toks = tokenize("ERR_TIMEOUTS E-4012 2024")
+    assert "err_timeouts" in toks and "timeout" in toks and "e-4012" in toks and "2024" in toks
+    assert tokenize("서울시청") == ["서울", "울시", "시청"]
+    assert tokenize("投稿方針") == ["投稿", "稿方", "方針"]
+
+
+def test_stemming_is_thread_safe() -> None:
+    """Several threads tokenizing at once get the same tokens as one thread (one stemmer per thread)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"running policies {i} postings refunded" for i in range(400)]
+    expected = [tokenize(t) for t in texts]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert list(pool.map(tokenize, texts)) == expected

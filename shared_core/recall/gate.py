@@ -19,12 +19,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..audit import AuditRecord, AuditSink, RejectedEntry, count_reasons, emit, query_hash
-from ..config import ConfigBook, GateConfig
+from ..config import SEED_CALIBRATION, ConfigBook, GateConfig, ScoreCalibration
+from ..errors import ConfigError
 from ..model import Hit, Reason, Rejection, Scope, Status, coerce_scope
 from ..text import tokenize
 from ..timeutil import Clock, system_clock, to_utc
-from .rules import DEFAULT_RULES, GateContext, Rule, in_scope, rule_name
+from .rules import DEFAULT_RULES, GateContext, Rule, in_scope, rule_name, support
 
 __all__ = ["ConfigDiff", "GateResult", "RecallGate", "estimate_tokens"]
 
@@ -130,6 +133,10 @@ class RecallGate:
         sinks: audit sinks that receive one record per run (R9).
         clock: returns the current aware time (tests pass a frozen clock).
         token_counter: estimates tokens for ``max_tokens`` budgets.
+        calibration: the thresholds for settings that leave them unset: the calibration of the
+            embedding that scores the hits (the store passes its embedding's, see
+            :func:`shared_core.embedding.calibration_of`), or just its ``min_score``; default the
+            seeds' 0.78 with no relative rule, for scores imported from elsewhere (DESIGN "Scores").
 
     Example:
         >>> gate = RecallGate(GateConfig(min_score=0.5))
@@ -145,10 +152,18 @@ class RecallGate:
         sinks: Sequence[AuditSink] = (),
         clock: Clock = system_clock,
         token_counter: Any = estimate_tokens,
+        calibration: ScoreCalibration | float = SEED_CALIBRATION,
     ) -> None:
         if config is None:
             config = GateConfig()
         self.book = config if isinstance(config, ConfigBook) else ConfigBook(default=config)
+        if not isinstance(calibration, ScoreCalibration):
+            try:
+                calibration = ScoreCalibration(min_score=calibration)
+            except ValidationError:
+                raise ConfigError("calibration must be a ScoreCalibration or a min_score in [-1, 1]") from None
+        self.calibration: ScoreCalibration = calibration
+        self._resolved: dict[GateConfig, GateConfig] = {}
         self.rules: tuple[Rule, ...] = tuple(rules)
         self.rule_names: tuple[str, ...] = tuple(rule_name(r) for r in self.rules)
         self.sinks: tuple[AuditSink, ...] = tuple(sinks)
@@ -156,8 +171,19 @@ class RecallGate:
         self.token_counter = token_counter
 
     def config_for(self, scope: Scope) -> GateConfig:
-        """The settings of the scope's memory space."""
-        return self.book.for_space(scope.memory_space_id)
+        """The settings of the scope's memory space, thresholds resolved (``min_score`` never ``None``)."""
+        return self.resolve(self.book.for_space(scope.memory_space_id))
+
+    def resolve(self, config: GateConfig) -> GateConfig:
+        """``config`` with its unset thresholds taken from this gate's ``calibration``."""
+        if None not in (config.min_score, config.anchor_score, config.relative_margin, config.relative_floor):
+            return config
+        found = self._resolved.get(config)
+        if found is None:
+            if len(self._resolved) > 256:  # what-if previews may pass many configs
+                self._resolved.clear()
+            found = self._resolved[config] = config.resolved(self.calibration)
+        return found
 
     def evaluate(
         self,
@@ -191,7 +217,7 @@ class RecallGate:
         """
         started = time.perf_counter()
         scope = coerce_scope(scope)
-        cfg = config or self.config_for(scope)
+        cfg = self.resolve(config) if config is not None else self.config_for(scope)
         now_utc = to_utc(now) if now is not None else to_utc(self.clock())
 
         parsed: list[tuple[int, object, Hit | None]] = []
@@ -215,6 +241,7 @@ class RecallGate:
             now=now_utc,
             query_terms=len(tokenize(query)) if query is not None else None,
             superseded_ids=self._superseded_in_batch(parsed, scope),
+            best_support=self._best_support(parsed, scope) if cfg.relative_rule() else None,
         )
 
         seen: set[str] = set()
@@ -348,6 +375,23 @@ class RecallGate:
             except Exception:
                 continue
         return frozenset(ids)
+
+    @staticmethod
+    def _best_support(parsed: Sequence[tuple[int, object, Hit | None]], scope: Scope) -> float | None:
+        """The highest support among the batch's in-scope hits with valid scores (the anchor)."""
+        best: float | None = None
+        for _, _, hit in parsed:
+            if hit is None:
+                continue
+            try:
+                if not in_scope(hit, scope):
+                    continue  # another scope's memory never vouches for this query's topic
+                value = support(hit)
+            except Exception:
+                continue
+            if value is not None and (best is None or value > best):
+                best = value
+        return best
 
     def _apply_budget(
         self, passing: list[tuple[int, Hit]], cfg: GateConfig

@@ -16,12 +16,11 @@ exception inside a rule rejects that hit as ``invalid``) and never change anythi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from ..config import GateConfig
+from ..config import LEXICAL_WEIGHT, SEED_MIN_SCORE, GateConfig
 from ..model import Hit, Reason, Scope, Status, Visibility
 from ..text import record_has_marker
 
@@ -40,6 +39,7 @@ __all__ = [
     "rule_superseded",
     "rule_tier",
     "rule_valid",
+    "support",
 ]
 
 
@@ -53,6 +53,8 @@ class GateContext:
         now: the gate's clock reading, aware UTC.
         query_terms: number of terms in the query (for the short-query threshold), or ``None``.
         superseded_ids: ids that another in-scope hit of the same batch declares it supersedes.
+        best_support: the highest :func:`support` among the batch's in-scope hits (the anchor of
+            the relative rule), or ``None``.
     """
 
     scope: Scope
@@ -60,6 +62,7 @@ class GateContext:
     now: datetime
     query_terms: int | None = None
     superseded_ids: frozenset[str] = field(default_factory=frozenset)
+    best_support: float | None = None
 
 
 Rule = Callable[[Hit, GateContext], Reason | None]
@@ -71,10 +74,13 @@ def rule_name(rule: Rule) -> str:
     return str(name) if name else type(rule).__name__
 
 
-def _finite(value: object) -> bool:
-    return value is None or (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    )
+def _in_range(value: object, low: float, high: float) -> bool:
+    """``None``, or a real number (not a bool) in ``[low, high]``; NaN and infinities fail."""
+    if value is None:
+        return True
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return low <= value <= high  # NaN fails both comparisons, infinities the range
 
 
 def _nonempty(value: object) -> bool:
@@ -86,15 +92,14 @@ def _aware(value: object) -> bool:
 
 
 def rule_valid(hit: Hit, ctx: GateContext) -> Reason | None:
-    """Structural validity: finite scores, aware timestamps, known status, non-empty scope fields.
+    """Structural validity: scores finite and in range, aware timestamps, known status, scope fields.
 
     Models validate on construction; this re-check catches objects built without validation.
     """
     r = hit.record
-    s, lx = hit.score, hit.lexical_score
-    if not ((s is None or (s.__class__ is float and -1.0 <= s <= 1.0)) or _finite(s)) or not (
-        lx is None or (lx.__class__ is float and 0.0 <= lx <= 1.0) or _finite(lx)
-    ):
+    # The bounded scores of DESIGN "Scores": cosine in [-1, 1], lexical share in [0, 1]. A value
+    # outside its range (5.0, -2.0) is as meaningless as NaN: invalid, never compared.
+    if not _in_range(hit.score, -1.0, 1.0) or not _in_range(hit.lexical_score, 0.0, 1.0):
         return Reason.INVALID
     if not (
         _nonempty(r.id) and _nonempty(r.user_id) and _nonempty(r.agent_id) and _nonempty(r.memory_space_id)
@@ -144,25 +149,50 @@ def rule_expired(hit: Hit, ctx: GateContext) -> Reason | None:
 def threshold_for(ctx: GateContext) -> float:
     """The semantic threshold for this query: ``min_score``, stricter for short queries (R3)."""
     cfg = ctx.config
+    # The gate resolves an unset min_score to the embedding's threshold; a context built by hand
+    # without it falls back to the seeds' value.
+    base = cfg.min_score if cfg.min_score is not None else SEED_MIN_SCORE
     if (
         cfg.short_query_min_score is not None
         and ctx.query_terms is not None
         and ctx.query_terms <= cfg.short_query_max_terms
     ):
-        return max(cfg.min_score, cfg.short_query_min_score)
-    return cfg.min_score
+        return max(base, cfg.short_query_min_score)
+    return base
+
+
+def support(hit: Hit) -> float | None:
+    """A hit's support: ``cosine + LEXICAL_WEIGHT * lexical`` (``None`` without a cosine)."""
+    s = hit.score
+    if s is None or not _in_range(s, -1.0, 1.0):
+        return None
+    lx = hit.lexical_score if _in_range(hit.lexical_score, 0.0, 1.0) else None
+    return float(s) + LEXICAL_WEIGHT * float(lx or 0.0)
 
 
 def rule_score(hit: Hit, ctx: GateContext) -> Reason | None:
-    """Semantic score at or above the threshold, or lexical score at or above its own (R3).
+    """Relevant enough: an absolute threshold, or close to a clearly relevant best candidate (R3).
 
-    Written as "pass only if >=" so that NaN never passes.
+    A hit passes when (1) its cosine reaches ``min_score`` (stricter for short queries), or (2) its
+    lexical score reaches ``min_lexical_score``, or (3) with ``relevance = "relative"``: the
+    query's best in-scope candidate has a support of at least ``anchor_score`` (the scope holds
+    something clearly on the query's topic), this hit's support is within ``relative_margin`` of
+    that best one, and its cosine is at least ``relative_floor``. So the evidence around a clear
+    answer is kept, while a memory that is only vaguely similar, far below the best, or in a scope
+    where nothing is on topic, is rejected (seed 000). Written as "pass only if >=" so that NaN
+    never passes.
     """
     if hit.score is not None and hit.score >= threshold_for(ctx):
         return None
     lex_min = ctx.config.min_lexical_score
     if lex_min is not None and hit.lexical_score is not None and hit.lexical_score >= lex_min:
         return None
+    rel = ctx.config.relative_rule()
+    best = ctx.best_support
+    if rel is not None and best is not None and best >= rel[0]:
+        own = support(hit)
+        if own is not None and own >= best - rel[1] and hit.score is not None and hit.score >= rel[2]:
+            return None
     return Reason.LOW_SCORE
 
 

@@ -10,7 +10,15 @@ Scores of wrapped retrievers are not comparable across frameworks (raw distance,
 ``exp(-d)``, BM25, RRF...). So the semantic score the gate sees is, in order of preference:
 the cosine the core computes with ``embedder`` (when given), or the value of metadata
 ``score_key`` (when the caller declares it a similarity in [-1, 1]); otherwise none, and only the
-lexical share (fraction of distinct query terms the document contains) can pass ``low_score``.
+lexical score can pass ``low_score``.
+
+The lexical score is the store's, :func:`shared_core.retrieval.bm25.lexical_scores` (one
+definition, compared with one ``min_lexical_score``): the IDF-weighted share of the distinct query
+terms a document contains. Its IDF comes from ``lexical_stats`` when the caller has the corpus
+statistics of what the wrapped retrievers index (:class:`~shared_core.retrieval.bm25.CorpusStats`),
+else from the candidate pool (every distinct candidate of the call): a wrapped retriever does not
+expose its corpus, and the pool is the corpus the gate sees. When the pool is the whole corpus
+(a small memory space), the score equals the store's exactly.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..model import Hit, MemoryRecord, Scope, coerce_scope
+from ..retrieval.bm25 import CorpusStats, lexical_scores
 from ..retrieval.fusion import ChannelResult, FusionConfig, fuse
 from ..text import tokenize
 from .gate import GateResult, RecallGate
@@ -52,13 +61,19 @@ class WrappedResult:
     accepted: tuple[tuple[Candidate, Hit], ...]
 
 
-def lexical_share(query_tokens: Sequence[str], text: str) -> float:
-    """Fraction of distinct query terms present in ``text`` (in [0, 1]; batch-independent)."""
-    terms = set(query_tokens)
-    if not terms:
-        return 0.0
-    doc = set(tokenize(text))
-    return len(terms & doc) / len(terms)
+def lexical_share(
+    query_tokens: Sequence[str], text: str, *, stats: CorpusStats | None = None
+) -> float:
+    """The lexical score of one text (IDF-weighted share of distinct query terms, in [0, 1]).
+
+    Args:
+        query_tokens: tokens of the query.
+        text: the document's text (title and body).
+        stats: corpus statistics for the IDF; default: a corpus of this one text (every present
+            term then weighs the same, and absent terms more).
+    """
+    doc = frozenset(tokenize(text))
+    return lexical_scores(query_tokens, [doc], stats=stats or CorpusStats.of_doc_sets([doc]))[0]
 
 
 _LIST_FIELDS = ("tags", "supersedes")
@@ -95,6 +110,7 @@ def gate_candidates(
     embedder: Any = None,
     score_key: str | None = None,
     lexical_key: str | None = None,
+    lexical_stats: CorpusStats | None = None,
     dry_run: bool = False,
     k: int | None = None,
     extra: Mapping[str, Any] | None = None,
@@ -113,7 +129,9 @@ def gate_candidates(
             cosine between the query and each candidate's text.
         score_key: metadata key holding a similarity in [-1, 1] (used when no ``embedder``).
         lexical_key: metadata key holding a keyword score in [0, 1] to use instead of the lexical
-            share the core computes (e.g. scores exported from another system).
+            score the core computes (e.g. scores exported from another system).
+        lexical_stats: corpus statistics for the lexical score's IDF (default: the candidate
+            pool of this call; see the module docstring).
         dry_run: mark the run as a preview (R10).
         k: at most ``k`` accepted (overrides ``max_hits`` for this call).
         extra: text-free fields for the audit record.
@@ -159,17 +177,27 @@ def gate_candidates(
     elif score_key is not None:
         semantic = [c.metadata.get(score_key) for c in cands]  # validated by the gate
 
-    def lexical(cand: Candidate, title: object) -> object:
+    def doc_set(cand: Candidate) -> frozenset[str]:
+        title = cand.metadata.get("title")
+        text = f"{title}\n{cand.text}" if isinstance(title, str) and title else cand.text
+        return frozenset(tokenize(text))
+
+    pool = [doc_set(c) for c in cands]
+    others = [doc_set(c) for c in (*repeated, *unidentified)]
+    stats = lexical_stats or CorpusStats.of_doc_sets(pool)
+    lex_values = lexical_scores(q_tokens, [*pool, *others], stats=stats) if lexical_key is None else []
+
+    def lexical(cand: Candidate, position: int) -> object:
         if lexical_key is not None:
             return cand.metadata.get(lexical_key)  # validated by the gate
-        return lexical_share(q_tokens, f"{title or ''}\n{cand.text}")
+        return lex_values[position]
 
     flats: list[dict[str, Any]] = []
     for rank, (item, cand, sem) in enumerate(zip(fused, cands, semantic, strict=True), start=1):
         flat = _flat(cand)
         flat.update(
             score=sem,
-            lexical_score=lexical(cand, flat.get("title")),
+            lexical_score=lexical(cand, rank - 1),
             fused_score=item.fused_score,
             fused_rank=rank,
             channels=tuple(item.ranks),
@@ -178,11 +206,11 @@ def gate_candidates(
             keyword_rank=item.ranks.get("keyword"),
         )
         flats.append(flat)
-    for cand in (*repeated, *unidentified):
+    for offset, cand in enumerate((*repeated, *unidentified)):
         flat = _flat(cand)
         flat.update(
             score=cand.metadata.get(score_key) if score_key else None,
-            lexical_score=lexical(cand, flat.get("title")),
+            lexical_score=lexical(cand, len(cands) + offset),
         )
         flats.append(flat)
 

@@ -10,7 +10,6 @@ channel's rank and raw value as provenance.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,7 @@ from numpy.typing import NDArray
 
 from ..model import Hit
 from ..text import tokenize
-from .bm25 import lexical_scores
+from .bm25 import lexical_scores, top_across, union_stats
 from .fusion import ChannelResult, FusionConfig, fuse, query_weights
 from .partition import PartitionView
 
@@ -75,11 +74,10 @@ def hybrid_search(
     t0 = time.perf_counter()
     q_tokens = tokenize(query)
     vec_ids, vec_scores = vector_channel(views, qv, candidates)
-    kw: list[tuple[float, str]] = []
-    for view in views:
-        kw.extend((raw, view.ids[i]) for i, raw in view.bm25.top(q_tokens, candidates))
-    kw.sort(key=lambda x: (-x[0], x[1]))
-    kw = kw[:candidates]
+    # One corpus for the keyword channel: every view scored with the statistics of their union,
+    # so a memory's BM25 does not depend on which partition (private or shared) holds it.
+    found = top_across([v.bm25 for v in views], q_tokens, candidates)
+    kw = sorted(((raw, views[pi].ids[i]) for pi, i, raw in found), key=lambda x: (-x[0], x[1]))
     t1 = time.perf_counter()
 
     weights = query_weights(query, fusion)
@@ -99,12 +97,10 @@ def hybrid_search(
                 return _Located(view, i)
         return None
 
-    n_docs = sum(len(v.ids) for v in views)
-    df: Counter[str] = Counter()
-    for v in views:
-        df.update({t: v.df[t] for t in set(q_tokens) if t in v.df})
+    stats = union_stats((v.bm25.stats for v in views), terms=q_tokens)
+    n_docs = stats.n_docs
     located = [(item, loc) for item in fused if (loc := locate(item.id)) is not None]
-    lex = lexical_scores(q_tokens, [loc.view.doc_sets[loc.index] for _, loc in located], n_docs=n_docs, df=df)
+    lex = lexical_scores(q_tokens, [loc.view.doc_sets[loc.index] for _, loc in located], stats=stats)
     hits: list[Hit] = []
     for rank, ((item, loc), lexical) in enumerate(zip(located, lex, strict=True), start=1):
         sem = min(1.0, max(-1.0, float(np.dot(loc.view.matrix[loc.index], qv))))

@@ -25,13 +25,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shared_core import RecallGate, Scope
 from shared_core.apps.review import add_review_parser, run_review_command
 from shared_core.apps.review.app import _what_if_changes, scope_label
 from shared_core.apps.review.security import SessionBook, same_token
 from shared_core.apps.review.server import ReviewServer, _allowed_hosts, is_loopback
 from shared_core.apps.review.views import AuditFilter, audit_rows, history_rows, queue_rows
 from shared_core.audit import JsonlSink
-from shared_core.config import GateConfig
 from shared_core.errors import ConfigError, InputError, StoreLockedError
 from shared_core.store import MemoryStore
 from shared_core.testing import FrozenClock, HashEmbedding
@@ -289,7 +289,7 @@ def test_audit_rows_filter_and_run_newest_first(small: Any) -> None:
 
 def test_what_if_changes_parse_the_form() -> None:
     """Empty fields change nothing, `off` disables the lexical channel, bad numbers are ConfigErrors."""
-    cfg = GateConfig()
+    cfg = RecallGate().config_for(Scope(user_id="u", agent_id="a", memory_space_id="s"))  # thresholds resolved, as the page has them
     assert _what_if_changes({}, cfg) == {}
     assert _what_if_changes({"w_min_score": str(cfg.min_score)}, cfg) == {}  # same value: no change
     changes = _what_if_changes(

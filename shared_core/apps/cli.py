@@ -23,6 +23,7 @@ from typing import Any, TextIO
 
 from ..config import ConfigBook, load_config
 from ..errors import InputError, RecallGateError
+from ..evaluation.calibrate import add_calibrate_parser
 from ..model import Origin, Scope
 from ..timeutil import parse_datetime
 from ..version import __version__
@@ -288,7 +289,14 @@ def _parser() -> argparse.ArgumentParser:
     d.set_defaults(func=_cmd_demo)
 
     add_review_parser(sub)
+    add_calibrate_parser(sub).set_defaults(func=_cmd_calibrate)
     return parser
+
+
+def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
+    from ..evaluation.calibrate import run_calibrate_command
+
+    return run_calibrate_command(args, out)
 
 
 def _quiet_stdout() -> None:

@@ -47,11 +47,11 @@ def build_example_store(path: str | Path | None = None, **kwargs: Any) -> Memory
     Returns:
         The open store (close it, or use it as a context manager).
     """
-    from ..apps.cli import read_hits_jsonl
+    from ..model.jsonl import read_jsonl
     from ..store import MemoryStore
 
     store = MemoryStore(path, **kwargs)
-    store.add(read_hits_jsonl(example_memories_path()))
+    store.add(read_jsonl(example_memories_path()))
     for source in EXAMPLE_FORGET:
         store.forget(source)
     return store

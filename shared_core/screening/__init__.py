@@ -36,8 +36,6 @@ returned by :func:`load_cases`.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal
 
@@ -48,6 +46,7 @@ from .findings import DEFAULT_MAX_CHARS, Finding, FindingKind, Screen, ScreenRep
 from .injection import InjectionRule, InjectionScreen
 from .joint import JointFinding, joint_findings, screen_fields
 from .pii import DEFAULT_PII_ENTITIES, PiiPattern, PiiScreen, mask_pii
+from .run import default_screens, screen
 from .secrets import SecretRule, SecretScreen
 
 __all__ = [
@@ -78,38 +77,6 @@ __all__ = [
     "screen",
     "screen_fields",
 ]
-
-
-@lru_cache(maxsize=1)
-def default_screens() -> tuple[Screen, ...]:
-    """The screens :func:`screen` runs by default: secrets, PII, injection (created once)."""
-    return (SecretScreen(), PiiScreen(), InjectionScreen())
-
-
-def screen(text: str, *, screens: Sequence[Screen] | None = None) -> ScreenReport:
-    """Run screens over ``text`` and collect their findings in one report.
-
-    Args:
-        text: the text to screen (a memory's title and body, say).
-        screens: the screens to run (default :func:`default_screens`); any object with
-            ``scan(text) -> list[Finding]`` is a screen. An empty sequence finds nothing.
-
-    Returns:
-        A :class:`ScreenReport` with the findings of all screens, sorted by position.
-
-    Raises:
-        InputError: if ``text`` is not a str, is longer than a screen's ``max_chars``, or a
-            screen is not a screen.
-    """
-    if not isinstance(text, str):
-        raise InputError(f"text to screen must be a str, not {type(text).__name__}")
-    chosen = default_screens() if screens is None else tuple(screens)
-    findings: list[Finding] = []
-    for s in chosen:
-        if not isinstance(s, Screen):
-            raise InputError(f"{type(s).__name__} is not a screen (it has no scan(text) method)")
-        findings.extend(s.scan(text))
-    return ScreenReport.of(findings)
 
 
 CaseTable = Literal["secrets", "pii", "injection"]

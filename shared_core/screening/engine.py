@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
@@ -62,6 +62,7 @@ from typing import Any, Literal, cast
 
 from ..errors import ConfigError, InputError
 from .findings import Finding, FindingKind, Severity
+from .registry import FEATURES, VALIDATORS, Validator, register_validator, toml_loads
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -88,19 +89,6 @@ RuleView = Literal["raw", "norm", "compact"]
 case-folded, invisible characters removed, look-alikes folded), or the compact text (normalised
 letters and digits only, digit look-alikes folded)."""
 
-Validator = Callable[[Match[str], "int | str"], bool]
-"""A check on one match: ``(match, group) -> keep?``; ``group`` is the rule's ``check_group``."""
-
-Feature = Callable[[str, str], bool]
-"""A cheap property of a text: ``(text, lowered) -> bool``; rules that need it skip texts without it."""
-
-VALIDATORS: dict[str, Validator] = {}
-"""Named validators rules can refer to (filled by the screens' modules; add your own with
-:func:`register_validator`)."""
-
-FEATURES: dict[str, Feature] = {}
-"""Named text features rules can ask for with ``needs`` (filled by the screens' modules)."""
-
 DEFAULT_RULE_FILES: tuple[str, ...] = (
     "secrets.toml",
     "injection.toml",
@@ -119,19 +107,6 @@ _FIELDS = frozenset((
     "validator", "needs", "languages", "view", "flags", "enabled", "tags", "note",
 ))  # fmt: skip
 _VAR = re.compile(r"\{=([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def register_validator(name: str, fn: Validator) -> None:
-    """Make ``fn`` available to rule files as ``validator = "name"``.
-
-    Raises:
-        InputError: if ``name`` is empty or already taken by another function.
-    """
-    if not name or not isinstance(name, str):
-        raise InputError("a validator needs a non-empty name")
-    if VALIDATORS.get(name, fn) is not fn:
-        raise InputError(f"a validator named {name!r} is already registered")
-    VALIDATORS[name] = fn
 
 
 @dataclass(frozen=True)
@@ -343,12 +318,6 @@ def _rule_from_table(
         tags=_str_list(row.get("tags", []), "tags", where),
         enabled=enabled,
     )
-
-
-def toml_loads(text: str) -> dict[str, Any]:
-    """Parse TOML (``tomllib``; ``tomli`` on Python 3.10)."""
-    doc: dict[str, Any] = tomllib.loads(text)
-    return doc
 
 
 def parse_rules(text: str, *, name: str = "<rules>") -> tuple[Rule, ...]:

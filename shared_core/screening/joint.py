@@ -164,7 +164,7 @@ def screen_fields(
     Raises:
         InputError: if a field is not a string, a sequence of strings or ``None``.
     """
-    from . import screen
+    from .run import screen
 
     names: list[str] = []
     values: list[str] = []

@@ -20,7 +20,7 @@ from functools import lru_cache
 from importlib import resources
 from re import Match
 
-from .engine import FEATURES, VALIDATORS, toml_loads
+from .registry import FEATURES, VALIDATORS, toml_loads
 
 __all__ = ["card_digits_ok", "luhn_ok", "my_number_ok", "value_ok"]
 

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..audit import AuditSink, JsonlSink
-from ..config import SEED_MIN_SCORE, ConfigBook, GateConfig, WritePolicy
+from ..config import ConfigBook, GateConfig, WritePolicy
 from ..errors import InputError, ScopeError, StoreError, StoreLockedError
 from ..model import Hit, MemoryRecord, Scope, coerce_scope
 from ..recall.gate import GateResult, RecallGate
@@ -136,10 +136,17 @@ class MemoryStore:
 
         client, prefix = self._open_client(client, collection_prefix)
         self.prefix = prefix
-        if config is None:
-            threshold = getattr(self.embedder, "recommended_min_score", SEED_MIN_SCORE)
-            config = GateConfig(min_score=float(threshold))
-        self.gate = RecallGate(config, rules=rules, sinks=self.sinks, clock=clock)
+        from ..embedding import calibration_of
+
+        # Thresholds belong to the embedding (DESIGN "Scores"): settings a config leaves unset
+        # (min_score, the relative rule) come from the embedding's calibration.
+        self.gate = RecallGate(
+            config if config is not None else GateConfig(),
+            rules=rules,
+            sinks=self.sinks,
+            clock=clock,
+            calibration=calibration_of(self.embedder),
+        )
         self._backend = ChromaBackend(
             client, prefix=prefix, embedder=self.embedder, bm25_engine=bm25_engine, read_only=read_only
         )

@@ -123,6 +123,9 @@ class GateConfig(BaseModel):
         max_tokens: optional budget of estimated tokens over accepted title + body.
         tier_priority: accepted tiers, best first; tiers not listed are excluded.
         audit_query_text: put the query text in audit records (off: only its hash).
+        refuse_joint_instructions: reject accepted hits that, read one after another as the model
+            reads them, form an instruction none of them holds alone (a split, persistent
+            injection: seed 003, W5); all the hits it spans are rejected as ``injection``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -143,6 +146,7 @@ class GateConfig(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
     tier_priority: tuple[Tier, ...] = (Tier.WORKING, Tier.CONFIRMED)
     audit_query_text: bool = False
+    refuse_joint_instructions: bool = True
 
     @field_validator("freshness_exempt_tags", "superseded_markers")
     @classmethod

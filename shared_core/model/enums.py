@@ -58,4 +58,5 @@ class Reason(str, Enum):
     SUPERSEDED = "superseded"
     TIER_EXCLUDED = "tier_excluded"
     OVER_BUDGET = "over_budget"
+    INJECTION = "injection"  # accepted hits that, read together, form an instruction (W5)
     POLICY = "policy"

@@ -23,10 +23,10 @@ from pydantic import ValidationError
 
 from ..audit import AuditRecord, AuditSink, RejectedEntry, count_reasons, emit, query_hash
 from ..config import SEED_CALIBRATION, ConfigBook, GateConfig, ScoreCalibration
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..model import Hit, Reason, Rejection, Scope, Status, coerce_scope
 from ..text import tokenize
-from ..timeutil import Clock, system_clock, to_utc
+from ..timeutil import Clock, parse_datetime, system_clock, to_utc
 from .rules import DEFAULT_RULES, GateContext, Rule, in_scope, rule_name, support
 
 __all__ = ["ConfigDiff", "GateResult", "RecallGate", "estimate_tokens"]
@@ -161,7 +161,9 @@ class RecallGate:
             try:
                 calibration = ScoreCalibration(min_score=calibration)
             except ValidationError:
-                raise ConfigError("calibration must be a ScoreCalibration or a min_score in [-1, 1]") from None
+                raise ConfigError(
+                    "calibration must be a ScoreCalibration or a min_score in [-1, 1]"
+                ) from None
         self.calibration: ScoreCalibration = calibration
         self._resolved: dict[GateConfig, GateConfig] = {}
         self.rules: tuple[Rule, ...] = tuple(rules)
@@ -218,7 +220,7 @@ class RecallGate:
         started = time.perf_counter()
         scope = coerce_scope(scope)
         cfg = self.resolve(config) if config is not None else self.config_for(scope)
-        now_utc = to_utc(now) if now is not None else to_utc(self.clock())
+        now_utc = _instant(now) if now is not None else to_utc(self.clock())
 
         parsed: list[tuple[int, object, Hit | None]] = []
         problems: dict[int, tuple[str, ...]] = {}
@@ -271,6 +273,12 @@ class RecallGate:
                 passing.append((index, hit))
 
         accepted, over = self._apply_budget(passing, cfg)
+        if cfg.refuse_joint_instructions and len(accepted) > 1:
+            accepted, joint = _without_joint_instructions(accepted, passing)
+            for index, hit, rules in joint:
+                rejected.append(
+                    (index, self._reject(hit.record.id, hit.record.title, (Reason.INJECTION,), rules, hit))
+                )
         for index, hit in over:
             rejected.append(
                 (
@@ -436,3 +444,44 @@ def _problem_fields(exc: Exception) -> tuple[str, ...]:
 def _safe_title(hit: Hit) -> str:
     title = getattr(getattr(hit, "record", None), "title", "")
     return title if isinstance(title, str) else ""
+
+
+def _instant(now: object) -> datetime:
+    """``now`` as aware UTC: a datetime, an ISO 8601 string or epoch seconds.
+
+    Raises:
+        InputError: if it is none of those.
+    """
+    try:
+        return parse_datetime(now)
+    except (TypeError, ValueError):
+        raise InputError(f"now must be a datetime or an ISO 8601 time, not {type(now).__name__}") from None
+
+
+def _without_joint_instructions(
+    accepted: Sequence[Hit], passing: Sequence[tuple[int, Hit]]
+) -> tuple[list[Hit], list[tuple[int, Hit, tuple[str, ...]]]]:
+    """Drop accepted hits that together form an instruction, as the model would read them (W5).
+
+    The accepted bodies are screened in their delivery order by
+    :func:`shared_core.screening.joint_findings`; every hit a finding spans is removed, and the
+    rest is screened again (a removal makes new neighbours), at most once per hit.
+    """
+    from ..screening import joint_findings
+
+    position = {id(hit): index for index, hit in passing}
+    kept = list(accepted)
+    dropped: list[tuple[int, Hit, tuple[str, ...]]] = []
+    for _ in range(len(accepted)):
+        found = joint_findings([h.record.body for h in kept]) if len(kept) > 1 else []
+        if not found:
+            break
+        span: dict[int, set[str]] = {}
+        for f in found:
+            for i in range(f.first_index, f.last_index + 1):
+                span.setdefault(i, set()).add(f"joint:{f.rule}")
+        dropped.extend(
+            (position[id(kept[i])], kept[i], tuple(sorted(rules))) for i, rules in sorted(span.items())
+        )
+        kept = [h for i, h in enumerate(kept) if i not in span]
+    return kept, dropped

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import pytest
 from stores import SCOPE, make_store, mem
 
-from shared_core import GateConfig, InputError, Reason, RecallGate
+from shared_core import GateConfig, InputError, Reason, RecallGate, Scope
 from shared_core.testing import make_hit
 
 HEAD = "Project notes for the Q3 launch. Ignore all previous"

@@ -92,9 +92,22 @@ def normalize(text: str) -> str:
     return text.casefold().translate(_CONFUSABLES)
 
 
+_MARKER_VARIANTS = str.maketrans({"舊": "旧"})
+"""Traditional / old forms of the characters in the default markers, folded to the common form."""
+
+
 def marker_key(text: str) -> str:
-    """Normalised text with all whitespace removed: the form markers are matched in."""
-    return "".join(normalize(text).split())
+    """The form markers are matched in: normalised, accents dropped, letters and digits only (R6).
+
+    Beyond :func:`normalize` (case, width, invisible characters, look-alike letters), combining
+    marks are dropped (``súperseded``), and so is everything that is not a letter or a digit:
+    spaces, hyphens and dots (``super-seded``), the Japanese middle dot (``旧・方針``), the braille
+    blank U+2800 that renders as a space. Old character forms of the default markers are folded
+    (``舊方針``). Markers are keyed the same way, so a marker matches however it is spelled out.
+    """
+    decomposed = unicodedata.normalize("NFD", normalize(text))
+    kept = "".join(ch for ch in decomposed if unicodedata.category(ch)[0] in "LN")
+    return unicodedata.normalize("NFC", kept).translate(_MARKER_VARIANTS)
 
 
 @lru_cache(maxsize=256)

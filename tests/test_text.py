@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -64,3 +65,30 @@ def test_stemming_is_thread_safe() -> None:
     expected = [tokenize(t) for t in texts]
     with ThreadPoolExecutor(max_workers=4) as pool:
         assert list(pool.map(tokenize, texts)) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "this policy is super\u2800seded",  # braille blank, renders as a space
+        "su\u0301perseded policy",  # a combining accent
+        "super-seded by the 2026 rule",
+        "SUPER.SEDED",
+        "旧・方針：公式投稿は9時",  # the Japanese middle dot
+        "舊方針",  # the old character form
+        "使用\u3000禁止",  # an ideographic space
+    ],
+)
+def test_marker_spellings_from_the_red_team_are_matched(text: str) -> None:
+    """Markers match however they are spelled out (issue 13 item 7, R6)."""
+    from shared_core.text import record_has_marker
+
+    assert record_has_marker("", text, ("superseded", "旧方針", "使用禁止")) is not None
+
+
+def test_marker_matching_does_not_fire_on_ordinary_text() -> None:
+    """Words near a marker are not the marker."""
+    from shared_core.text import record_has_marker
+
+    for text in ("supersede the old one tomorrow", "the new policy", "方針は新しい", "使用してください"):
+        assert record_has_marker("", text, ("superseded", "旧方針", "使用禁止")) is None

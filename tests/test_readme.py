@@ -47,3 +47,22 @@ def test_block_runs_as_pasted(name: str, line: int, code: str, tmp_path: Path) -
         exec(compile(code, f"README.md:{line}", "exec"), {"__name__": "__readme__"})
     finally:
         os.chdir(cwd)
+
+
+def test_the_configuration_block_loads(tmp_path: Path) -> None:
+    """The README's TOML configuration loads, and a store reading it keeps the embedding's threshold (issue 11)."""
+    from shared_core import MemoryStore, Scope, load_config
+    from shared_core.testing import HashEmbedding
+
+    text = README.read_text(encoding="utf-8")
+    start = text.index("\n## Configuration")
+    block = text[text.index("```toml\n", start) + 8 : text.index("```", text.index("```toml\n", start) + 8)]
+    path = tmp_path / "recall-gate.toml"
+    path.write_text(block, encoding="utf-8")
+    book = load_config(path)
+    assert book.write_for("hr").pii == "reject" and book.for_space("support-bot").max_age_days == 30
+    store = MemoryStore.in_memory(config=book)  # the shipped MiniLM: its calibration fills min_score
+    scope = Scope(user_id="u", agent_id="a", memory_space_id="support-bot")
+    assert store.gate.config_for(scope).min_score == 0.54
+    hashed = MemoryStore.in_memory(config=book, embedding=HashEmbedding())  # no calibration: the seeds' 0.78
+    assert hashed.gate.config_for(scope).min_score == 0.78

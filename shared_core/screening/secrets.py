@@ -122,7 +122,8 @@ def _detect_secrets_rules() -> tuple[Rule, ...]:
 
     path = resources.files("shared_core") / "data" / "screening" / "detect_secrets.toml"
     table = toml_loads(path.read_text(encoding="utf-8"))["plugin"]
-    by_name = {cls.__name__: cls for cls in get_mapping_from_secret_type_to_class().values()}
+    plugins: list[Any] = list(get_mapping_from_secret_type_to_class().values())
+    by_name: dict[str, Any] = {plugin.__name__: plugin for plugin in plugins}
     rules: list[Rule] = []
     for row in table:
         cls: Any = by_name.get(row["plugin"])

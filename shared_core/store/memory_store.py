@@ -11,14 +11,38 @@ scope's partitions, a recall gate and a write gate.
   and lifecycle methods. There is no ungated write path: the Chroma backend is private to the
   store and handed to the write gate alone.
 
-One writer per persistent path: a file lock, and a second writer gets
-:class:`~shared_core.errors.StoreLockedError` within ``lock_timeout`` seconds; a reader opens
-``read_only=True``. Several processes or machines share a store through a Chroma server
-(:meth:`MemoryStore.http`, H3).
+**Several clients, one truth (H2, H3).** Any number of processes or machines share a store through
+a Chroma server (:meth:`MemoryStore.http`); an embedded folder has one writer (a file lock: a
+second writer gets :class:`~shared_core.errors.StoreLockedError` within ``lock_timeout``) and any
+number of readers (``read_only=True``, e.g. the MCP server next to ``recall-gate query``). The
+coherence protocol (:mod:`shared_core.store.sync`):
+
+- *What a reader may serve stale:* nothing that was written before its call began. Every query and
+  every write first reads the heads of the space it touches (one small Chroma read, every call; no
+  time-to-live) and applies the writes, corrections, approvals and forgets other clients
+  committed since, as deltas into its partitions. A change whose writer's call has returned is
+  seen by every call that starts afterwards; a change still in flight may or may not be.
+- *Server unreachable:* the heads cannot be read, so the call raises
+  :class:`~shared_core.errors.StoreUnavailableError` (retryable). A cached partition is never
+  served as fresh after a check that could not be made (fail closed).
+- *Two writers:* each memory is one Chroma record written by idempotent upsert, and writers never
+  read-modify-write each other's records except to merge evidence or link a correction; a race
+  there leaves both memories whole (the supersede link is also derived from the successor's
+  ``supersedes``, :mod:`shared_core.retrieval.partition`). A writer that dies mid-commit leaves its
+  head "pending": readers keep re-reading what it may have written.
+
+**Erasure (L2).** :meth:`forget` and :meth:`delete` of an embedded store end with
+:meth:`compact` (``erase_on_forget=True``, default): Chroma's write-ahead log, full-text index and
+free pages are scrubbed so the forgotten text is in no byte of the store's folder
+(:mod:`shared_core.store.erasure`); a compaction that cannot run then (a reader holding the file)
+is retried on the next forget, compact or open. Tombstones are mirrored outside the data folder
+(:mod:`shared_core.store.mirror`) and re-applied when a writer opens, so a restored backup cannot
+bring a forgotten memory back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 import uuid
@@ -47,7 +71,10 @@ from ..write.gate import WriteGate
 from ..write.target import partition_key
 from .backend import ChromaBackend
 from .chroma import chroma_call, set_http_timeout
+from .erasure import compact_chroma
 from .ledger import ChromaLedger
+from .mirror import TombstoneMirror, default_mirror_path
+from .sync import stable_writer_id
 
 __all__ = ["MemoryStore"]
 
@@ -76,8 +103,16 @@ class MemoryStore:
         vector_search: ``"memory"`` (exact, over the partition in process) or ``"chroma"`` (ask
             Chroma's index with the scope in ``where``).
         lock_timeout: seconds to wait for the writer lock of a persistent path.
-        read_only: open without the writer lock; every write raises :class:`StoreError`.
+        read_only: open without the writer lock; every write raises :class:`StoreError` (one
+            check in the write gate; the backend and the ledger refuse too).
         collection_prefix: prefix of collection names (lets several stores share one server).
+        cache_bytes: byte budget of the partitions held in process (least recently used out);
+            ``None``: no limit.
+        tombstone_mirror: file mirroring tombstones outside the data (see
+            :mod:`~shared_core.store.mirror`); default ``<path>.tombstones.jsonl`` next to an
+            embedded store's folder, none otherwise; ``False``: off.
+        erase_on_forget: compact after :meth:`forget` and :meth:`delete` of an embedded store so
+            the deleted text leaves the disk (see :meth:`compact`).
 
     Example:
         >>> store = MemoryStore("./memory")
@@ -103,6 +138,9 @@ class MemoryStore:
         lock_timeout: float = 2.0,
         read_only: bool = False,
         collection_prefix: str | None = None,
+        cache_bytes: int | None = None,
+        tombstone_mirror: str | Path | bool | None = None,
+        erase_on_forget: bool = True,
     ) -> None:
         from ..embedding import as_embedder, default_embedding
 
@@ -116,6 +154,11 @@ class MemoryStore:
         self.clock = clock
         self.fusion = fusion or FusionConfig()
         self.vector_search: VectorSearch = vector_search
+        self.erase_on_forget = erase_on_forget
+        if cache_bytes is not None and (
+            isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0
+        ):
+            raise InputError("cache_bytes must be a non-negative integer or None")
         self._lock_file: Any = None
         self._closed = False
 
@@ -135,15 +178,28 @@ class MemoryStore:
         self.sinks: tuple[AuditSink, ...] = tuple(all_sinks)
 
         client, prefix = self._open_client(client, collection_prefix)
+        self._chroma = client
         self.prefix = prefix
         if config is None:
             threshold = getattr(self.embedder, "recommended_min_score", SEED_MIN_SCORE)
             config = GateConfig(min_score=float(threshold))
         self.gate = RecallGate(config, rules=rules, sinks=self.sinks, clock=clock)
+        mirror = self._mirror(tombstone_mirror)
+        self._mirror_file = mirror
+        persistent_writer = self.path is not None and not read_only and self._owns_client
         self._backend = ChromaBackend(
-            client, prefix=prefix, embedder=self.embedder, bm25_engine=bm25_engine, read_only=read_only
+            client,
+            prefix=prefix,
+            embedder=self.embedder,
+            bm25_engine=bm25_engine,
+            read_only=read_only,
+            folder=self.path if self._owns_client else None,
+            cache_bytes=cache_bytes,
+            writer_id=stable_writer_id(self.path) if persistent_writer and self.path is not None else None,
+            reopen=self._reopen_client if read_only and self.path is not None and self._owns_client else None,
         )
-        self._ledger = ChromaLedger(client, prefix=prefix)
+        self._ledger = ChromaLedger(lambda: self._backend.client, prefix=prefix, read_only=read_only, mirror=mirror)
+        self._backend.on_reopen.append(self._ledger.clear_cache)
         self._writer = WriteGate(
             self._backend,
             self._ledger,
@@ -152,12 +208,44 @@ class MemoryStore:
             clock=clock,
             read_only=read_only,
         )
-        lifecycle.resume(self._writer)  # finish any forget a crash interrupted (L2)
+        if not read_only:
+            self._recover()
+
+    def _mirror(self, option: str | Path | bool | None) -> TombstoneMirror | None:
+        if option is False:
+            return None
+        if option is None or option is True:
+            if self.path is None or not self._owns_client:
+                if option is True:
+                    raise InputError("tombstone_mirror=True needs an embedded store; give a file path")
+                return None
+            return TombstoneMirror(default_mirror_path(self.path))
+        if isinstance(option, (str, Path)):
+            return TombstoneMirror(option)
+        raise InputError("tombstone_mirror must be a path, True, False or None")
+
+    def _recover(self) -> None:
+        """On a writer's open: settle, re-apply mirrored tombstones, finish forgets, compact (L2)."""
+        with self._writer.lock, self._backend.operation():
+            if self.path is not None and self._owns_client:
+                self._backend.feed.settle()
+            sources, mems = self._ledger.reapply_mirror(at=self._writer.now())
+            for src in sources:  # resume() below deletes what the restore brought back
+                self._ledger.journal_begin(f"forget:{src}", {"source_record_id": src, "ids": []})
+            if mems:
+                found = [(s, r.id) for s in self._backend.spaces() for r in self._backend.get(mems, memory_space_id=s)
+                         if not r.source_record_id]  # fmt: skip
+                if found:
+                    self._backend.commit([], None, found)
+            lifecycle.resume(self._writer)  # finish any forget a crash (or a restore) interrupted
+        if self._compact_pending():
+            self._try_compact()
 
     def _open_client(self, client: Any, prefix: str | None) -> tuple[Any, str]:
         import chromadb
         from chromadb.config import Settings
 
+        self._owns_client = client is None
         if client is not None:
             return client, prefix or "rg"
         if self.path is not None:
@@ -173,6 +261,19 @@ class MemoryStore:
         return chromadb.EphemeralClient(
             settings=Settings(anonymized_telemetry=False)
         ), prefix or f"rg{uuid.uuid4().hex[:10]}"
+
+    def _reopen_client(self) -> Any:
+        """A fresh client on this folder (a reader's Chroma misses vectors another process wrote)."""
+        import chromadb
+        from chromadb.config import Settings
+
+        with contextlib.suppress(Exception):
+            self._chroma.close()
+        chroma_dir = str(self.path / "chroma") if self.path is not None else ""
+        self._chroma = chroma_call(
+            "reopen", lambda: chromadb.PersistentClient(path=chroma_dir, settings=Settings(anonymized_telemetry=False))
+        )
+        return self._chroma
 
     # -- construction helpers -----------------------------------------------------------------
 
@@ -232,9 +333,14 @@ class MemoryStore:
         self._lock_file = lock
 
     def close(self) -> None:
-        """Release the writer lock and drop caches (the store cannot be used afterwards)."""
-        self._backend.clear()
+        """Save partition snapshots, release the writer lock and the Chroma client (the store cannot be used afterwards)."""
+        if self._closed:
+            return
+        self._backend.close()
         self._ledger.clear_cache()
+        if self._owns_client and self.path is not None:
+            with contextlib.suppress(Exception):
+                self._chroma.close()
         if self._lock_file is not None:
             self._lock_file.release()
             self._lock_file = None
@@ -278,7 +384,8 @@ class MemoryStore:
             dry_run: decide only, change nothing (R10).
         """
         self._check_open()
-        return self._writer.submit(items, path=self._path(scope, path), dry_run=dry_run)
+        with self._backend.operation():
+            return self._writer.submit(items, path=self._path(scope, path), dry_run=dry_run)
 
     def import_records(
         self,
@@ -301,7 +408,8 @@ class MemoryStore:
             InputError: on an unknown step in ``skip`` or vectors of the wrong shape.
         """
         self._check_open()
-        return self._writer.submit(items, path=self._path(scope, path), vectors=vectors, skip=skip)
+        with self._backend.operation():
+            return self._writer.submit(items, path=self._path(scope, path), vectors=vectors, skip=skip)
 
     @staticmethod
     def _path(scope: Scope | Mapping[str, Any] | None, path: WritePath | None) -> WritePath:
@@ -324,7 +432,8 @@ class MemoryStore:
     def quarantine_approve(self, qid: str, *, reviewer: str = "operator") -> WriteDecision:
         """Approve a held candidate: written as a confirmed, cited memory (W6); see :meth:`WriteGate.approve`."""
         self._check_open()
-        return self._writer.approve(qid, reviewer=reviewer)
+        with self._backend.operation():
+            return self._writer.approve(qid, reviewer=reviewer)
 
     def quarantine_reject(self, qid: str) -> bool:
         """Discard a held candidate; returns whether it existed."""
@@ -351,7 +460,9 @@ class MemoryStore:
             ``{"source_record_id", "memories", "quarantined", "ids"}`` (counts and ids, no text).
         """
         self._check_open()
-        return lifecycle.forget(self._writer, source_record_id)
+        with self._backend.operation():
+            result = lifecycle.forget(self._writer, source_record_id)
+        return self._erase(result)
 
     def delete(
         self, ids: Sequence[str], *, memory_space_id: str, scope: Scope | Mapping[str, Any] | None = None
@@ -362,9 +473,11 @@ class MemoryStore:
         :func:`shared_core.write.lifecycle.delete`).
         """
         self._check_open()
-        return len(
-            lifecycle.delete(self._writer, ids, memory_space_id=memory_space_id, scope=scope)["deleted"]
-        )
+        with self._backend.operation():
+            done = lifecycle.delete(self._writer, ids, memory_space_id=memory_space_id, scope=scope)
+        if done["deleted"]:
+            self._erase({})
+        return len(done["deleted"])
 
     def correct(
         self,
@@ -382,15 +495,16 @@ class MemoryStore:
             InputError: if the memory does not exist (or, with ``scope``, is not the caller's).
         """
         self._check_open()
-        return lifecycle.correct(
-            self._writer,
-            memory_id,
-            memory_space_id=memory_space_id,
-            body=body,
-            title=title,
-            scope=scope,
-            **fields,
-        )
+        with self._backend.operation():
+            return lifecycle.correct(
+                self._writer,
+                memory_id,
+                memory_space_id=memory_space_id,
+                body=body,
+                title=title,
+                scope=scope,
+                **fields,
+            )
 
     def history(self, memory_id: str, *, memory_space_id: str) -> list[MemoryRecord]:
         """The correction chain through a memory, oldest first (L1: history on request)."""
@@ -400,12 +514,59 @@ class MemoryStore:
     def purge_expired(self) -> int:
         """Delete memories past their retention expiry (L3) and expired quarantine; returns how many."""
         self._check_open()
-        return lifecycle.purge_expired(self._writer)
+        with self._backend.operation():
+            return lifecycle.purge_expired(self._writer)
 
     def reconcile(self, memory_space_id: str) -> dict[str, int]:
         """Batch tier reconciliation (W7): promote by evidence, demote contradicted memories."""
         self._check_open()
-        return lifecycle.reconcile(self._writer, memory_space_id)
+        with self._backend.operation():
+            return lifecycle.reconcile(self._writer, memory_space_id)
+
+    # -- erasure (L2) ---------------------------------------------------------------------------
+
+    def compact(self) -> dict[str, Any]:
+        """Make deleted text leave the disk: scrub Chroma's log, merge its full-text index, VACUUM.
+
+        For an embedded store (see :mod:`shared_core.store.erasure`); :meth:`forget` and
+        :meth:`delete` run it themselves unless ``erase_on_forget=False``. A server's folder is
+        compacted with :func:`~shared_core.store.erasure.compact_chroma` once the server stopped.
+
+        Returns:
+            Counts (``scrubbed`` log rows, file sizes, ``ms``).
+
+        Raises:
+            StoreError: read-only, not an embedded store, or the compaction could not run (then
+                it is retried by the next forget, compact or open).
+        """
+        self._check_open()
+        self._writer.check_writable()
+        if self.path is None or not self._owns_client:
+            raise StoreError("compact() works on an embedded store; stop the server and compact its folder")
+        marker = self.path / ".compact-pending"
+        with self._writer.lock:
+            try:
+                marker.touch()
+            except OSError:
+                pass
+            result = compact_chroma(self.path / "chroma")
+            marker.unlink(missing_ok=True)
+        return result
+
+    def _compact_pending(self) -> bool:
+        return self.path is not None and (self.path / ".compact-pending").exists()
+
+    def _try_compact(self) -> bool:
+        try:
+            self.compact()
+        except StoreError:
+            return False
+        return True
+
+    def _erase(self, result: dict[str, Any]) -> dict[str, Any]:
+        if self.erase_on_forget and self.path is not None and self._owns_client:
+            result["compacted"] = self._try_compact()
+        return result
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -487,7 +648,7 @@ class MemoryStore:
             raise InputError(f"candidates must be an integer from 1 to {MAX_CANDIDATES}")
         n_cand = candidates or self.fusion.candidates
         t0 = time.perf_counter()
-        views = self._backend.views(scope)
+        views = self._backend.views(scope)  # checks the change feed first (coherence, fail closed)
         t1 = time.perf_counter()
         qv = self.embedder.embed_query(query)
         t2 = time.perf_counter()
@@ -499,8 +660,28 @@ class MemoryStore:
         hits, found = hybrid_search(
             query, views, qv, fusion=self.fusion, candidates=n_cand, vector_channel=channel
         )
+        hits = self._drop_mirrored(hits)
         timings = {"load_ms": round((t1 - t0) * 1e3, 3), "embed_ms": round((t2 - t1) * 1e3, 3), **found}
         return hits, timings
+
+    def _drop_mirrored(self, hits: list[Hit]) -> list[Hit]:
+        """Hits the tombstone mirror forbids never reach the gate (a restore before re-apply, L2).
+
+        The rule of :mod:`shared_core.write.ledger`: a forgotten source, or a deleted id that
+        names no source.
+        """
+        if self._mirror_file is None or not hits:
+            return hits
+        sources, mems = self._mirror_file.hidden()
+        if not sources and not mems:
+            return hits
+        kept = [
+            h
+            for h in hits
+            if not (h.record.source_record_id and h.record.source_record_id in sources)
+            and not (not h.record.source_record_id and h.record.id in mems)
+        ]
+        return [h.model_copy(update={"fused_rank": i}) for i, h in enumerate(kept, start=1)] if len(kept) < len(hits) else hits
 
     def query(
         self,

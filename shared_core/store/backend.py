@@ -69,7 +69,7 @@ from .chroma import (
     get_collection_or_none,
     is_internal_error,
 )
-from .sync import SEQ_KEY, W_KEY, ChangeFeed, Head, changed_where
+from .sync import SEQ_KEY, W_KEY, ChangeFeed, ChromaFeedStorage, Head, SqliteFeedStorage, changed_where
 
 __all__ = ["ChromaBackend"]
 
@@ -124,7 +124,12 @@ class ChromaBackend:
         self.bm25_engine: BM25Engine = bm25_engine
         self.read_only = read_only
         self.cache_bytes = cache_bytes
-        self.feed = ChangeFeed(lambda: self.client, prefix=prefix, writer_id=writer_id, read_only=read_only)
+        storage: ChromaFeedStorage | SqliteFeedStorage = (
+            SqliteFeedStorage(folder / "feed.sqlite3", read_only=read_only)
+            if folder is not None
+            else ChromaFeedStorage(lambda: self.client, prefix=prefix, read_only=read_only)
+        )
+        self.feed = ChangeFeed(storage, writer_id=writer_id)
         self.on_reopen: list[Callable[[], None]] = []
         self._guard = DiskGuard(folder / "chroma") if folder is not None and not read_only else None
         self._snapdir = folder / "cache" if folder is not None else None
@@ -154,6 +159,8 @@ class ChromaBackend:
                 with contextlib.suppress(StoreError):
                     self._save_snapshot(key, part)
         self.clear()
+        if isinstance(self.feed.storage, SqliteFeedStorage):
+            self.feed.storage.close()
 
     def _writable(self) -> None:
         if self.read_only:

@@ -25,13 +25,22 @@ touch queue rows the HNSW segment has not yet applied, nor merge the FTS segment
 2. **merge the full-text index** (FTS5 ``optimize``): deleted entries leave its segments.
 3. **VACUUM** with ``secure_delete``: the file is rewritten without free pages.
 
-The HNSW segment files keep the *vectors* of deleted items until Chroma rewrites them (never
-text: the files hold vectors and numeric labels only). A server's folder is compacted the same
-way once the server has stopped (``chroma`` holds the SQLite file open while it runs).
+4. **zero the unused capacity of the HNSW files** (:func:`scrub_hnsw`). hnswlib allocates its
+   level-0 array for ``max_elements`` with ``malloc`` and writes all of it to ``data_level0.bin``:
+   the slots past ``cur_element_count`` hold whatever the process's heap held — measured with
+   chromadb 1.5.9: a forgotten memory's JSON, quarantined text, anything. Each element slot in
+   use is zeroed by hnswlib when written, so zeroing the tail leaves the index as it was.
+   Chroma rewrites these files while it runs (and on close), so the store scrubs them after
+   closing its client and before opening it.
+
+The HNSW files keep the *vectors* of deleted items (marked deleted) until Chroma rebuilds them; no
+text. A server's folder is compacted the same way once the server has stopped (``chroma`` holds
+the SQLite file open and rewrites HNSW files while it runs).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import struct
 import time
@@ -40,15 +49,13 @@ from typing import Any
 
 from ..errors import StoreError
 
-__all__ = ["compact_chroma", "disk_free"]
+__all__ = ["compact_chroma", "disk_free", "scrub_hnsw"]
 
 _DELETE = 3
 
 
 def disk_free(path: Path) -> int:
     """Bytes available to this process on the file system holding ``path``."""
-    import os
-
     st = os.statvfs(path)
     return int(st.f_bavail * st.f_frsize)
 
@@ -104,8 +111,10 @@ def compact_chroma(folder: str | Path, *, busy_timeout: float = 10.0) -> dict[st
         raise StoreError(f"compaction of {db} failed ({type(exc).__name__}: {exc})") from None
     finally:
         con.close()
+    hnsw = scrub_hnsw(db.parent)
     return {
         "scrubbed": scrubbed,
+        "hnsw_bytes_zeroed": hnsw,
         "bytes_before": before,
         "bytes_after": db.stat().st_size,
         "ms": round((time.perf_counter() - t0) * 1e3, 1),
@@ -141,3 +150,48 @@ def _scrub_queue(con: sqlite3.Connection) -> int:
         con.execute("ROLLBACK")
         raise
     return len(dead)
+
+
+_HNSW_HEADER = struct.Struct("<i6Q")  # version, offsetLevel0, max_elements, cur_count, size/element, label, data
+
+
+def scrub_hnsw(folder: str | Path) -> int:
+    """Zero the unused capacity of every HNSW ``data_level0.bin`` under a Chroma folder.
+
+    Only files whose ``header.bin`` parses (format version 1) and whose size matches
+    ``max_elements * size_data_per_element`` are touched; anything else is left alone.
+
+    Returns:
+        How many bytes were zeroed (0 when they already were).
+
+    Raises:
+        StoreError: if a file that should be scrubbed cannot be written.
+    """
+    zeroed = 0
+    root = Path(folder)
+    for header in sorted(root.glob("*/header.bin")):
+        data = header.with_name("data_level0.bin")
+        try:
+            raw = header.read_bytes()
+            if len(raw) < _HNSW_HEADER.size or not data.is_file():
+                continue
+            version, _off0, max_el, cur, per_el, _label, _data = _HNSW_HEADER.unpack_from(raw, 0)
+            size = data.stat().st_size
+            if version != 1 or per_el <= 0 or cur > max_el or size != max_el * per_el:
+                continue
+            start = cur * per_el
+            if start >= size:
+                continue
+            with data.open("r+b") as fh:
+                fh.seek(start)
+                tail = fh.read(size - start)
+                if tail.count(0) == len(tail):
+                    continue
+                fh.seek(start)
+                fh.write(b"\x00" * (size - start))
+                fh.flush()
+                os.fsync(fh.fileno())
+            zeroed += size - start
+        except OSError as exc:
+            raise StoreError(f"cannot scrub the HNSW file {data} ({type(exc).__name__})") from None
+    return zeroed

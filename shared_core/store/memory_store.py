@@ -71,7 +71,7 @@ from ..write.gate import WriteGate
 from ..write.target import partition_key
 from .backend import ChromaBackend
 from .chroma import chroma_call, set_http_timeout
-from .erasure import compact_chroma
+from .erasure import compact_chroma, scrub_hnsw
 from .ledger import ChromaLedger
 from .mirror import TombstoneMirror, default_mirror_path
 from .sync import stable_writer_id
@@ -237,7 +237,9 @@ class MemoryStore:
                          if not r.source_record_id]  # fmt: skip
                 if found:
                     self._backend.commit([], None, found)
-            lifecycle.resume(self._writer)  # finish any forget a crash (or a restore) interrupted
+            resumed = lifecycle.resume(self._writer)  # finish any forget a crash (or a restore) interrupted
+        if resumed or mems:
+            self._mark_compaction()
         if self._compact_pending():
             self._try_compact()
 
@@ -250,6 +252,9 @@ class MemoryStore:
             return client, prefix or "rg"
         if self.path is not None:
             chroma_dir = str(self.path / "chroma")
+            if not self.read_only:  # what a crash left in the HNSW files (see erasure)
+                with contextlib.suppress(StoreError):
+                    scrub_hnsw(self.path / "chroma")
             opened = chroma_call(
                 "open",
                 lambda: chromadb.PersistentClient(
@@ -341,6 +346,10 @@ class MemoryStore:
         if self._owns_client and self.path is not None:
             with contextlib.suppress(Exception):
                 self._chroma.close()
+            # Chroma (a reader's too) rewrites its HNSW files on close with heap bytes in their
+            # unused capacity (see erasure): zero them again.
+            with contextlib.suppress(StoreError):
+                scrub_hnsw(self.path / "chroma")
         if self._lock_file is not None:
             self._lock_file.release()
             self._lock_file = None
@@ -460,6 +469,7 @@ class MemoryStore:
             ``{"source_record_id", "memories", "quarantined", "ids"}`` (counts and ids, no text).
         """
         self._check_open()
+        self._mark_compaction()
         with self._backend.operation():
             result = lifecycle.forget(self._writer, source_record_id)
         return self._erase(result)
@@ -473,6 +483,7 @@ class MemoryStore:
         :func:`shared_core.write.lifecycle.delete`).
         """
         self._check_open()
+        self._mark_compaction()
         with self._backend.operation():
             done = lifecycle.delete(self._writer, ids, memory_space_id=memory_space_id, scope=scope)
         if done["deleted"]:
@@ -543,15 +554,17 @@ class MemoryStore:
         self._writer.check_writable()
         if self.path is None or not self._owns_client:
             raise StoreError("compact() works on an embedded store; stop the server and compact its folder")
-        marker = self.path / ".compact-pending"
         with self._writer.lock:
-            try:
-                marker.touch()
-            except OSError:
-                pass
+            self._mark_compaction()
             result = compact_chroma(self.path / "chroma")
-            marker.unlink(missing_ok=True)
+            (self.path / ".compact-pending").unlink(missing_ok=True)
         return result
+
+    def _mark_compaction(self) -> None:
+        """Note that deleted text may be on disk until a compaction ran (a crash then compacts at open)."""
+        if self.path is not None and self._owns_client and not self.read_only and self.erase_on_forget:
+            with contextlib.suppress(OSError):
+                (self.path / ".compact-pending").touch()
 
     def _compact_pending(self) -> bool:
         return self.path is not None and (self.path / ".compact-pending").exists()
@@ -564,8 +577,8 @@ class MemoryStore:
         return True
 
     def _erase(self, result: dict[str, Any]) -> dict[str, Any]:
-        if self.erase_on_forget and self.path is not None and self._owns_client:
-            result["compacted"] = self._try_compact()
+        embedded = self.path is not None and self._owns_client
+        result["compacted"] = self._try_compact() if self.erase_on_forget and embedded else False
         return result
 
     # -- reads ----------------------------------------------------------------------------------

@@ -15,10 +15,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from stores import NOW, SCOPE, make_store, mem  # noqa: E402
+from stores import NOW, SCOPE, make_store, mem
 
-from shared_core.store import MemoryStore  # noqa: E402
-from shared_core.testing import FrozenClock, HashEmbedding  # noqa: E402
+from shared_core.store import MemoryStore
+from shared_core.testing import FrozenClock, HashEmbedding
 
 
 def open_store(argv: list[str]) -> MemoryStore:

@@ -172,7 +172,9 @@ def test_unreachable_server_fails_closed_then_catches_up(tmp_path: Path) -> None
 def _pair(prefix: str) -> tuple[MemoryStore, MemoryStore]:
     """Two stores on one in-process Chroma (same prefix): two clients, no shared Python state."""
     client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
-    return make_store(client=client, collection_prefix=prefix), make_store(client=client, collection_prefix=prefix)
+    return make_store(client=client, collection_prefix=prefix), make_store(
+        client=client, collection_prefix=prefix
+    )
 
 
 _OPS = st.lists(
@@ -184,7 +186,10 @@ _OPS = st.lists(
     min_size=1,
     max_size=14,
 )
-_FACTS = [f"The standup for team {n} is on {d}." for n, d in zip("ABCDEF", ["Monday", "Tuesday", "Friday"] * 2, strict=True)]
+_FACTS = [
+    f"The standup for team {n} is on {d}."
+    for n, d in zip("ABCDEF", ["Monday", "Tuesday", "Friday"] * 2, strict=True)
+]
 
 
 @settings(max_examples=25, deadline=None)
@@ -226,12 +231,16 @@ def test_prefixes_sharing_one_chroma_never_see_each_other() -> None:
     rg = make_store(client=client, collection_prefix="rgx")
     team = make_store(client=client, collection_prefix="rgx-team")
     rg.add([mem(KITES, source_record_id="src-1")])
-    team.add([mem(KITES, source_record_id="src-1", memory_space_id="team"), mem(HERONS, memory_space_id="s1")])
+    team.add(
+        [mem(KITES, source_record_id="src-1", memory_space_id="team"), mem(HERONS, memory_space_id="s1")]
+    )
     assert rg.spaces() == ["s1"] and team.spaces() == ["s1", "team"]
     assert rg.forget("src-1")["memories"] == 1
     assert rg.purge_expired() == 0
     assert team.all_ids("team") and len(team.all_ids("s1")) == 1
-    assert [h.record.body for h in team.query("kite shed", scope={**SCOPE, "memory_space_id": "team"}).accepted] == [KITES]
+    assert [
+        h.record.body for h in team.query("kite shed", scope={**SCOPE, "memory_space_id": "team"}).accepted
+    ] == [KITES]
     assert rg.all_ids("s1") == set()
 
 
@@ -243,7 +252,9 @@ def test_concurrent_writers_lose_nothing() -> None:
 
     def write(store: MemoryStore, k: int) -> None:
         for j in range(6):
-            [d] = store.add([mem(f"Race fact {k}-{j}: bay {k * 10 + j} holds kites.", source_record_id=f"r{k}")])
+            [d] = store.add(
+                [mem(f"Race fact {k}-{j}: bay {k * 10 + j} holds kites.", source_record_id=f"r{k}")]
+            )
             with lock:
                 ids.append(d.id or "")
 

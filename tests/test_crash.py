@@ -20,8 +20,6 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 HERE = Path(__file__).parent
 CANARY = "Zebracanary Quokka-7f3a1"
 
@@ -192,7 +190,9 @@ def test_crash_at_each_step_of_forget_then_reopen_never_recalls(tmp_path: Path) 
     """Kill the process at each step of forget; reopening finishes it: nothing recalled, re-ingest refused, no byte left."""
     folders = {point: tmp_path / point for point in FORGET_POINTS}
     _setup_forget(*folders.values())
-    codes = crash_all({p: (folders[p], t, n, w, 's.forget("ticket-9")') for p, (t, n, w) in FORGET_POINTS.items()})
+    codes = crash_all(
+        {p: (folders[p], t, n, w, 's.forget("ticket-9")') for p, (t, n, w) in FORGET_POINTS.items()}
+    )
     assert codes == dict.fromkeys(FORGET_POINTS, 17), codes
     for point, state in check_all(folders, "door code kite shed second", source="ticket-9").items():
         for space in ("s1", "s2"):

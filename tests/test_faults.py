@@ -28,7 +28,9 @@ from stores import NOW, SCOPE, make_store, mem
 from test_server import GATE, _free_port, start_server, stop_server
 
 import shared_core.store.backend as backend_module
+import shared_core.store.collections as collections_module
 import shared_core.store.ledger as ledger_module
+import shared_core.store.sync as sync_module
 from shared_core import JsonlSink, StoreError, StoreUnavailableError, capture_audit
 from shared_core.store import MemoryStore
 from shared_core.store.chroma import chroma_call
@@ -180,9 +182,12 @@ def fail_step(monkeypatch: pytest.MonkeyPatch, step: str, error: OSError, *, app
 
         return chroma_call(what, boom, **kwargs)
 
-    for module in (backend_module, ledger_module):  # every module of the store that calls Chroma
+    for module in STORE_MODULES:
         monkeypatch.setattr(module, "chroma_call", patched)
 
+
+STORE_MODULES = (backend_module, collections_module, ledger_module, sync_module)
+"""Every module of the store that calls Chroma."""
 
 ENOSPC = OSError(errno.ENOSPC, "No space left on device")
 EROFS = OSError(errno.EROFS, "Read-only file system")
@@ -336,7 +341,7 @@ def test_regression_a_read_racing_a_write_is_retried(tmp_path: Path, monkeypatch
 
         return chroma_call(what, once, **kwargs)
 
-    for module in (backend_module, ledger_module):
+    for module in STORE_MODULES:
         monkeypatch.setattr(module, "chroma_call", flaky)
     assert [h.record.body for h in store.search("kite shed", scope=SCOPE)[0]] == [BODY_A]
     assert failures["load partition"] == 0

@@ -33,7 +33,6 @@ exact, and BM25 needs the partition's postings in memory anyway. Stores configur
 from __future__ import annotations
 
 import json
-import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -45,7 +44,7 @@ from numpy.typing import NDArray
 
 from ..model import MemoryRecord, encode_record, record_from_metadata
 from ..text import tokenize
-from .bm25 import B, K1, BM25Engine, BM25Partition, lucene_idf
+from .bm25 import K1, B, BM25Engine, BM25Partition, lucene_idf
 
 __all__ = [
     "Partition",
@@ -483,9 +482,7 @@ class Partition:
 
     # -- changes --------------------------------------------------------------------------------
 
-    def upsert(
-        self, records: Sequence[MemoryRecord | StoredRow], vectors: NDArray[np.float32]
-    ) -> None:
+    def upsert(self, records: Sequence[MemoryRecord | StoredRow], vectors: NDArray[np.float32]) -> None:
         """Add or replace memories (vectors L2-normalised, aligned with ``records``)."""
         rows = [r if isinstance(r, StoredRow) else StoredRow(r) for r in records]
         vecs = np.asarray(vectors, dtype=np.float32).reshape(len(rows), self.dimension)

@@ -134,7 +134,9 @@ def get_collection_or_none(client: Any, name: str) -> Any:
     try:
         return client.get_collection(name, embedding_function=None)
     except Exception as exc:
-        if type(exc).__name__ in {"NotFoundError", "InvalidCollectionException"} or "does not exist" in str(exc):
+        if type(exc).__name__ in {"NotFoundError", "InvalidCollectionException"} or "does not exist" in str(
+            exc
+        ):
             return None
         raise
 
@@ -175,7 +177,9 @@ class DiskGuard:
         try:
             for entry in os.scandir(self.folder):
                 if entry.is_dir():
-                    largest = max(largest, sum(f.stat().st_size for f in os.scandir(entry.path) if f.is_file()))
+                    largest = max(
+                        largest, sum(f.stat().st_size for f in os.scandir(entry.path) if f.is_file())
+                    )
         except OSError:
             pass
         with self._lock:

@@ -152,7 +152,9 @@ def _scrub_queue(con: sqlite3.Connection) -> int:
     return len(dead)
 
 
-_HNSW_HEADER = struct.Struct("<i6Q")  # version, offsetLevel0, max_elements, cur_count, size/element, label, data
+_HNSW_HEADER = struct.Struct(
+    "<i6Q"
+)  # version, offsetLevel0, max_elements, cur_count, size/element, label, data
 
 
 def scrub_hnsw(folder: str | Path) -> int:

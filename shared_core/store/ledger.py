@@ -95,7 +95,9 @@ class ChromaLedger:
                     col = chroma_call(
                         f"open {kind}",
                         lambda: client.get_or_create_collection(
-                            name, metadata={"rg_kind": kind, "rg_prefix": self.prefix}, embedding_function=None
+                            name,
+                            metadata={"rg_kind": kind, "rg_prefix": self.prefix},
+                            embedding_function=None,
                         ),
                     )
                 self._cols[kind] = col
@@ -171,7 +173,9 @@ class ChromaLedger:
         missing = sorted(self.mirror.keys() - set(self.tombstone_keys()))
         if missing:
             self._put_tombstones(missing, at=at, counts=0)
-        return [k[4:] for k in missing if k.startswith("src:")], [k[4:] for k in missing if k.startswith("mem:")]
+        return [k[4:] for k in missing if k.startswith("src:")], [
+            k[4:] for k in missing if k.startswith("mem:")
+        ]
 
     # -- quarantine -----------------------------------------------------------------------------
 

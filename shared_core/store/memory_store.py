@@ -198,8 +198,10 @@ class MemoryStore:
             writer_id=stable_writer_id(self.path) if persistent_writer and self.path is not None else None,
             reopen=self._reopen_client if read_only and self.path is not None and self._owns_client else None,
         )
-        self._ledger = ChromaLedger(lambda: self._backend.client, prefix=prefix, read_only=read_only, mirror=mirror)
-        self._backend.on_reopen.append(self._ledger.clear_cache)
+        self._ledger = ChromaLedger(
+            lambda: self._backend.client, prefix=prefix, read_only=read_only, mirror=mirror
+        )
+        self._backend.cols.on_reopen.append(self._ledger.clear_cache)
         self._writer = WriteGate(
             self._backend,
             self._ledger,
@@ -276,7 +278,8 @@ class MemoryStore:
             self._chroma.close()
         chroma_dir = str(self.path / "chroma") if self.path is not None else ""
         self._chroma = chroma_call(
-            "reopen", lambda: chromadb.PersistentClient(path=chroma_dir, settings=Settings(anonymized_telemetry=False))
+            "reopen",
+            lambda: chromadb.PersistentClient(path=chroma_dir, settings=Settings(anonymized_telemetry=False)),
         )
         return self._chroma
 
@@ -694,7 +697,11 @@ class MemoryStore:
             if not (h.record.source_record_id and h.record.source_record_id in sources)
             and not (not h.record.source_record_id and h.record.id in mems)
         ]
-        return [h.model_copy(update={"fused_rank": i}) for i, h in enumerate(kept, start=1)] if len(kept) < len(hits) else hits
+        return (
+            [h.model_copy(update={"fused_rank": i}) for i, h in enumerate(kept, start=1)]
+            if len(kept) < len(hits)
+            else hits
+        )
 
     def query(
         self,

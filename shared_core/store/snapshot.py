@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import StoreError
-from ..retrieval.bm25 import B, K1
+from ..retrieval.bm25 import K1, B
 from ..retrieval.partition import Partition, PartitionKey, StoredRow
 from ..text import tokenize
 
@@ -91,7 +91,9 @@ def save(
             "terms": terms,
             "total": total,
         }
-        blob = np.frombuffer(json.dumps(header, ensure_ascii=False).encode("utf-8", "surrogatepass"), np.uint8)
+        blob = np.frombuffer(
+            json.dumps(header, ensure_ascii=False).encode("utf-8", "surrogatepass"), np.uint8
+        )
         folder.mkdir(parents=True, exist_ok=True)
         target = _file(folder, part.key)
         tmp = target.with_name(target.name + f".{os.getpid()}.tmp")

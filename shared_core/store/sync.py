@@ -115,31 +115,39 @@ class ChromaFeedStorage:
                     col = chroma_call(
                         f"open {kind}",
                         lambda: client.get_or_create_collection(
-                            name, metadata={"rg_kind": kind, "rg_prefix": self.prefix}, embedding_function=None
+                            name,
+                            metadata={"rg_kind": kind, "rg_prefix": self.prefix},
+                            embedding_function=None,
                         ),
                     )
                 self._cols[kind] = col
             return col
 
     def heads(self, where: dict[str, Any]) -> list[dict[str, Any]]:
+        """Head records matching ``where`` (one key: ``space`` or ``w``)."""
         col = self._col("heads")
         if col is None:
             return []
-        got = chroma_call("read heads", lambda: col.get(where=where, include=["metadatas"]), retries=READ_RETRIES)
+        got = chroma_call(
+            "read heads", lambda: col.get(where=where, include=["metadatas"]), retries=READ_RETRIES
+        )
         return [dict(m) for m in got["metadatas"]]
 
     def put_head(self, meta: dict[str, Any]) -> None:
+        """Write one head record."""
         col = self._col("heads")
         hid = "h_" + _digest(str(meta["space"]), str(meta["w"]))
         chroma_call("write head", lambda: col.upsert(ids=[hid], embeddings=[[1.0]], metadatas=[meta]))
 
     def put_change(self, space: str, writer: str, seq: int, ids: Sequence[str]) -> None:
+        """Write one change record (the ids a commit deletes)."""
         col = self._col("changes")
         meta = {"space": space, "w": writer, "seq": seq, "ids": json.dumps(list(ids))}
         cid = f"c_{writer}_{seq}_{_digest(space)[:12]}"
         chroma_call("change log", lambda: col.upsert(ids=[cid], embeddings=[[1.0]], metadatas=[meta]))
 
     def changes(self, space: str, writer: str, after: int) -> list[str]:
+        """Ids deleted by a writer in a space above a sequence number."""
         col = self._col("changes")
         if col is None:
             return []
@@ -174,7 +182,9 @@ class SqliteFeedStorage:
             if self.read_only:
                 if not self.path.exists():
                     return None
-                con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10, check_same_thread=False)
+                con = sqlite3.connect(
+                    f"file:{self.path}?mode=ro", uri=True, timeout=10, check_same_thread=False
+                )
             else:
                 con = sqlite3.connect(str(self.path), timeout=10, check_same_thread=False)
                 con.execute("PRAGMA journal_mode=WAL")
@@ -215,25 +225,31 @@ class SqliteFeedStorage:
                 raise StoreError(f"cannot write the change feed ({type(exc).__name__})") from None
 
     def heads(self, where: dict[str, Any]) -> list[dict[str, Any]]:
+        """Head records matching ``where`` (one key: ``space`` or ``w``)."""
         key, value = next(iter(where.items()))
         column = {"space": "space", "w": "w"}[key]
         rows = self._query(f"SELECT space, w, pending, done, dels, at FROM heads WHERE {column} = ?", [value])
         return [dict(zip(("space", "w", "pending", "done", "dels", "at"), r, strict=True)) for r in rows]
 
     def put_head(self, meta: dict[str, Any]) -> None:
+        """Write one head record."""
         self._write(
             "INSERT OR REPLACE INTO heads (space, w, pending, done, dels, at) VALUES (?, ?, ?, ?, ?, ?)",
             [meta["space"], meta["w"], meta["pending"], meta["done"], meta["dels"], meta["at"]],
         )
 
     def put_change(self, space: str, writer: str, seq: int, ids: Sequence[str]) -> None:
+        """Write one change record (the ids a commit deletes)."""
         self._write(
             "INSERT OR REPLACE INTO changes (space, w, seq, ids) VALUES (?, ?, ?, ?)",
             [space, writer, seq, json.dumps(list(ids))],
         )
 
     def changes(self, space: str, writer: str, after: int) -> list[str]:
-        rows = self._query("SELECT ids FROM changes WHERE space = ? AND w = ? AND seq > ?", [space, writer, after])
+        """Ids deleted by a writer in a space above a sequence number."""
+        rows = self._query(
+            "SELECT ids FROM changes WHERE space = ? AND w = ? AND seq > ?", [space, writer, after]
+        )
         return [str(x) for (ids,) in rows for x in json.loads(ids)]
 
     def close(self) -> None:
@@ -304,12 +320,23 @@ class ChangeFeed:
                 dels = self._dels.get(space, 0)
             self._dels[space] = dels
         self.storage.put_head(
-            {"space": space, "w": self.writer, "pending": pending, "done": done, "dels": dels, "at": time.time()}
+            {
+                "space": space,
+                "w": self.writer,
+                "pending": pending,
+                "done": done,
+                "dels": dels,
+                "at": time.time(),
+            }
         )
 
     def settle(self) -> int:
         """Mark this writer's unfinished commits finished (it restarted: nothing more will land)."""
-        stale = [m for m in self.storage.heads({"w": self.writer}) if int(m.get("pending", 0)) > int(m.get("done", 0))]
+        stale = [
+            m
+            for m in self.storage.heads({"w": self.writer})
+            if int(m.get("pending", 0)) > int(m.get("done", 0))
+        ]
         for meta in stale:
             self.storage.put_head({**meta, "done": int(meta["pending"]), "at": time.time()})
         return len(stale)

@@ -114,7 +114,9 @@ class StoredRow:
             return self._doc or ""
         if name == "supersedes":
             raw = (self._meta or {}).get("supersedes")
-            return tuple(json.loads(raw)) if isinstance(raw, str) and raw.startswith("[") else ()
+            if not isinstance(raw, str) or raw == "[]" or not raw.startswith("["):
+                return ()
+            return tuple(json.loads(raw))
         return (self._meta or {}).get(name)
 
     def time(self, name: str) -> float:
@@ -142,6 +144,11 @@ class StoredRow:
             self._sets = frozenset(self.tokens())
         return self._sets
 
+    def keep_token_set(self, tokens: list[str]) -> None:
+        """Keep the distinct tokens already computed (a bulk load tokenises every row anyway)."""
+        if self._sets is None:
+            self._sets = frozenset(tokens)
+
     def encoded(self) -> tuple[str, dict[str, Any]]:
         """The document and flat metadata to store (the codec's, or as loaded)."""
         if self._meta is not None:
@@ -156,12 +163,9 @@ class StoredRow:
         """A rough, stable size in process memory (text, metadata, room for the decoded record)."""
         if self._size < 0:
             if self._record is not None:
-                size = 1800 + 2 * (len(self._record.body) + len(self._record.title))
+                self._size = 1800 + 2 * (len(self._record.body) + len(self._record.title))
             else:
-                meta = self._meta or {}
-                size = 1800 + 2 * len(self._doc or "") + 90 * len(meta)
-                size += sum(len(v) for v in meta.values() if isinstance(v, str))
-            self._size = size
+                self._size = 1800 + 2 * len(self._doc or "") + 120 * len(self._meta or ())
         return self._size
 
 
@@ -415,7 +419,9 @@ class Partition:
         dl = np.zeros(max(16, len(rows)), dtype=np.float64)
         total = 0
         for i, row in enumerate(rows):
-            toks = row.tokens() or [_EMPTY_TOKEN]
+            raw = row.tokens()
+            row.keep_token_set(raw)
+            toks = raw or [_EMPTY_TOKEN]
             dl[i] = float(len(toks))
             total += len(toks)
             if self.engine == "rank_bm25":

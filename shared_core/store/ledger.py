@@ -130,6 +130,23 @@ class ChromaLedger:
         got = chroma_call("tombstones", lambda: col.get(ids=keys, include=[]), retries=READ_RETRIES)
         return bool(got["ids"])
 
+    def tombstoned_among(
+        self, sources: Sequence[str] = (), memories: Sequence[str] = ()
+    ) -> tuple[set[str], set[str]]:
+        """Which of these source ids and memory ids are tombstoned (one read; the mirror too)."""
+        keys = list(dict.fromkeys([*(f"src:{s}" for s in sources if s), *(f"mem:{m}" for m in memories if m)]))
+        if not keys:
+            return set(), set()
+        found: set[str] = set()
+        if self.mirror is not None:
+            mirrored = self.mirror.keys()
+            found |= {k for k in keys if k in mirrored}
+        col = self._col("tombstones")
+        if col is not None:
+            got = chroma_call("tombstones", lambda: col.get(ids=keys, include=[]), retries=READ_RETRIES)
+            found |= set(got["ids"])
+        return {k[4:] for k in found if k.startswith("src:")}, {k[4:] for k in found if k.startswith("mem:")}
+
     def tombstone(
         self, *, sources: Sequence[str] = (), memories: Sequence[str] = (), at: datetime, counts: int = 0
     ) -> None:

@@ -185,7 +185,6 @@ class MemoryStore:
             config = GateConfig(min_score=float(threshold))
         self.gate = RecallGate(config, rules=rules, sinks=self.sinks, clock=clock)
         mirror = self._mirror(tombstone_mirror)
-        self._mirror_file = mirror
         persistent_writer = self.path is not None and not read_only and self._owns_client
         self._backend = ChromaBackend(
             client,
@@ -397,7 +396,9 @@ class MemoryStore:
         """
         self._check_open()
         with self._backend.operation():
-            return self._writer.submit(items, path=self._path(scope, path), dry_run=dry_run)
+            return self._settle_late_writes(
+                self._writer.submit(items, path=self._path(scope, path), dry_run=dry_run)
+            )
 
     def import_records(
         self,
@@ -421,7 +422,9 @@ class MemoryStore:
         """
         self._check_open()
         with self._backend.operation():
-            return self._writer.submit(items, path=self._path(scope, path), vectors=vectors, skip=skip)
+            return self._settle_late_writes(
+                self._writer.submit(items, path=self._path(scope, path), vectors=vectors, skip=skip)
+            )
 
     @staticmethod
     def _path(scope: Scope | Mapping[str, Any] | None, path: WritePath | None) -> WritePath:
@@ -445,7 +448,7 @@ class MemoryStore:
         """Approve a held candidate: written as a confirmed, cited memory (W6); see :meth:`WriteGate.approve`."""
         self._check_open()
         with self._backend.operation():
-            return self._writer.approve(qid, reviewer=reviewer)
+            return self._settle_late_writes([self._writer.approve(qid, reviewer=reviewer)])[0]
 
     def quarantine_reject(self, qid: str) -> bool:
         """Discard a held candidate; returns whether it existed."""
@@ -510,7 +513,7 @@ class MemoryStore:
         """
         self._check_open()
         with self._backend.operation():
-            return lifecycle.correct(
+            decision = lifecycle.correct(
                 self._writer,
                 memory_id,
                 memory_space_id=memory_space_id,
@@ -519,6 +522,7 @@ class MemoryStore:
                 scope=scope,
                 **fields,
             )
+            return self._settle_late_writes([decision])[0]
 
     def history(self, memory_id: str, *, memory_space_id: str) -> list[MemoryRecord]:
         """The correction chain through a memory, oldest first (L1: history on request)."""
@@ -676,19 +680,25 @@ class MemoryStore:
         hits, found = hybrid_search(
             query, views, qv, fusion=self.fusion, candidates=n_cand, vector_channel=channel
         )
-        hits = self._drop_mirrored(hits)
+        hits = self._drop_tombstoned(hits)
         timings = {"load_ms": round((t1 - t0) * 1e3, 3), "embed_ms": round((t2 - t1) * 1e3, 3), **found}
         return hits, timings
 
-    def _drop_mirrored(self, hits: list[Hit]) -> list[Hit]:
-        """Hits the tombstone mirror forbids never reach the gate (a restore before re-apply, L2).
+    def _drop_tombstoned(self, hits: list[Hit]) -> list[Hit]:
+        """Hits whose source or id is tombstoned never reach the gate (L2), whatever the partitions hold.
 
-        The rule of :mod:`shared_core.write.ledger`: a forgotten source, or a deleted id that
-        names no source.
+        One read of the ledger (and the tombstone mirror) for the hits' sources and ids, with the
+        rule of :mod:`shared_core.write.ledger`: a forgotten source, or a deleted id that names no
+        source. This makes a forget effective for every client from the moment its tombstone is
+        written — before its deletes land, after a crash between the two, while another process
+        races a write of the same source, and after a restore that brought the memory back.
         """
-        if self._mirror_file is None or not hits:
+        if not hits:
             return hits
-        sources, mems = self._mirror_file.hidden()
+        sources, mems = self._ledger.tombstoned_among(
+            [h.record.source_record_id or "" for h in hits],
+            [h.record.id for h in hits if not h.record.source_record_id],
+        )
         if not sources and not mems:
             return hits
         kept = [
@@ -697,11 +707,28 @@ class MemoryStore:
             if not (h.record.source_record_id and h.record.source_record_id in sources)
             and not (not h.record.source_record_id and h.record.id in mems)
         ]
-        return (
-            [h.model_copy(update={"fused_rank": i}) for i, h in enumerate(kept, start=1)]
-            if len(kept) < len(hits)
-            else hits
-        )
+        return [h.model_copy(update={"fused_rank": i}) for i, h in enumerate(kept, start=1)]
+
+    def _settle_late_writes(self, decisions: list[WriteDecision]) -> list[WriteDecision]:
+        """Finish a forget that raced this write from another client (its tombstone landed first).
+
+        Across processes nothing orders a forget and a write of the same source: the write may
+        pass the tombstone check just before the tombstone is written and commit just after the
+        forget deleted. Reads already ignore it (:meth:`_drop_tombstoned`); here the forget is
+        run again, so the late memory is deleted too (forget is idempotent).
+        """
+        sources = {
+            src
+            for d in decisions
+            if d.stored and not d.dry_run
+            for src in [(d.record or d.candidate).source_record_id if (d.record or d.candidate) else None]  # type: ignore[union-attr]
+            if src
+        }
+        if sources:
+            late, _ = self._ledger.tombstoned_among(sorted(sources))
+            for src in sorted(late):
+                lifecycle.forget(self._writer, src)
+        return decisions
 
     def query(
         self,

@@ -41,11 +41,11 @@ CODE = Path(os.environ.get("RECALL_GATE_ROOT", HERE.parent))  # another checkout
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(CODE))
 
-from shared_core.store import MemoryStore  # noqa: E402  (first: from CODE)
-from shared_core.testing import HashEmbedding  # noqa: E402
-
 from _common import DEFAULT_DATA, machine, percentile  # noqa: E402
 from scale import make_corpus, records_of, scope_of, sentence_pool  # noqa: E402
+
+from shared_core.store import MemoryStore  # noqa: E402  (first: from CODE)
+from shared_core.testing import HashEmbedding  # noqa: E402
 
 DIM = 384
 

@@ -68,7 +68,18 @@ def _is_unavailable(exc: BaseException) -> bool:
     names = {type(e).__name__ for e in _chain(exc)}
     text = " ".join(str(e) for e in _chain(exc)).lower()
     return bool(
-        names & {"ConnectError", "ConnectTimeout", "ReadTimeout", "RemoteProtocolError", "ConnectionError"}
+        names
+        & {
+            "ConnectError",
+            "ConnectTimeout",
+            "ReadTimeout",
+            "WriteTimeout",
+            "PoolTimeout",
+            "ReadError",  # the server died while answering (killed mid-request)
+            "WriteError",
+            "RemoteProtocolError",
+            "ConnectionError",
+        }
         or isinstance(exc, (ConnectionError, TimeoutError))
         or "connection refused" in text
         or "could not connect" in text

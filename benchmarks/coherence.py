@@ -171,21 +171,21 @@ def bench_server(pool: list[tuple[str, list[str]]], n: int, rounds: int, root: P
 
 
 RSS = """
-import json, resource, sys
+import json, sys
 sys.path.insert(0, {root!r})
 from shared_core.store import MemoryStore
 from shared_core.testing import HashEmbedding
 from shared_core.model import Scope
-def rss():
+def rss(key="VmRSS"):
     with open("/proc/self/status") as f:
-        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS")) * 1024
+        return next(int(l.split()[1]) for l in f if l.startswith(key)) * 1024
 kw = {{}} if {budget!r} is None else {{"cache_bytes": {budget!r}}}
 s = MemoryStore({folder!r}, embedding=HashEmbedding({dim}), read_only=True, **kw)
 base = rss()
 for i in range(100):
     s.search("cell protein expression", scope=Scope(user_id=f"u{{i:03d}}", agent_id="bench-agent", memory_space_id="bench-space"))
 held = getattr(getattr(s, "_backend", None), "cache", None)
-print(json.dumps({{"base": base, "rss": rss(), "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+print(json.dumps({{"base": base, "rss": rss(), "peak": rss("VmHWM"),
                   "held": held.cached_bytes() if held is not None else None,
                   "evictions": held.evictions if held is not None else None}}))
 """

@@ -53,9 +53,9 @@ def patch(target, nth, when):
         return original(*a, **k)
     setattr(owner, attr, boom)
 
-codes = {{}}
+pids = {{}}
 for name, (folder, target, nth, when, action) in json.loads({jobs!r}).items():
-    pid = os.fork()
+    pid = os.fork()  # the children run side by side, each on its own folder
     if pid == 0:
         try:
             s = make_store(folder)
@@ -64,8 +64,8 @@ for name, (folder, target, nth, when, action) in json.loads({jobs!r}).items():
             exec(action, {{"s": s, "mem": mem}})
         finally:
             os._exit(0)  # no crash
-    codes[name] = os.waitpid(pid, 0)[1] >> 8
-print(json.dumps(codes))
+    pids[name] = pid
+print(json.dumps({{name: os.waitpid(pid, 0)[1] >> 8 for name, pid in pids.items()}}))
 """
 
 

@@ -170,7 +170,9 @@ def client_thread(store: MemoryStore, model: ClientModel, *, user: str, users: l
                         model.held[d.id] = user
                 elif d.stored and d.id:
                     mine.append((d.id, src))
-            elif kind == "correct" and mine:
+            elif kind == "correct" and not mine:
+                kind = "correct_skipped"  # nothing of this thread's to correct yet
+            elif kind == "correct":
                 old, src = rnd.choice(mine)
                 try:
                     fixed = f"Correction {tag}-{n}: moved to {rnd.choice(DAYS)}."
@@ -194,7 +196,9 @@ def client_thread(store: MemoryStore, model: ClientModel, *, user: str, users: l
             elif kind == "approve":
                 with model.lock:
                     candidates = [q for q, u in model.held.items() if u == user and q not in model.approved]
-                if candidates:
+                if not candidates:
+                    kind = "approve_skipped"
+                else:
                     qid = rnd.choice(candidates)
                     try:
                         d = retrying(model, kind, lambda q=qid: store.quarantine_approve(q))
@@ -204,6 +208,7 @@ def client_thread(store: MemoryStore, model: ClientModel, *, user: str, users: l
                         d = None  # its source was forgotten (discarded), or approved elsewhere
                     with model.lock:
                         model.approved.add(qid)
+                        model.ops["approved" if d is not None and d.stored else "approve_refused"] += 1
                     if d is not None and d.stored and d.id:
                         append_line(shared / "approved.jsonl", {"id": d.id})
                         model.record(d, d.record.source_record_id if d.record is not None else "")

@@ -165,6 +165,21 @@ class ChromaBackend:
         """Partitions of a space currently held in process."""
         return self.cache.cached_keys(memory_space_id)
 
+    def indexed_ids(self, memory_space_id: str) -> set[str]:
+        """Every id the in-process partitions hold for a space (after loading them all)."""
+        with self.cache.operation():
+            keys = self.partition_keys(memory_space_id) | self.cached_keys(memory_space_id)
+            return {mid for key in keys for mid in self.partition(key).view().ids}
+
+    def index_state(self, memory_space_id: str) -> dict[str, dict[PartitionKey, set[str]]]:
+        """Ids per partition in Chroma and in the partitions held (brought up to date, none loaded)."""
+        chroma: dict[PartitionKey, set[str]] = {}
+        for rec in self.records_of_space(memory_space_id):
+            chroma.setdefault(partition_key(rec), set()).add(rec.id)
+        with self.cache.operation():
+            loaded = {key: self.partition(key).ids() for key in self.cached_keys(memory_space_id)}
+        return {"chroma": chroma, "loaded": loaded}
+
     def collection(self, space: str, *, create: bool) -> Any:
         """The collection of a memory space (``None`` when absent and not ``create``)."""
         return self.cols.collection(space, create=create)

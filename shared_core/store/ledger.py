@@ -134,7 +134,9 @@ class ChromaLedger:
         self, sources: Sequence[str] = (), memories: Sequence[str] = ()
     ) -> tuple[set[str], set[str]]:
         """Which of these source ids and memory ids are tombstoned (one read; the mirror too)."""
-        keys = list(dict.fromkeys([*(f"src:{s}" for s in sources if s), *(f"mem:{m}" for m in memories if m)]))
+        keys = list(
+            dict.fromkeys([*(f"src:{s}" for s in sources if s), *(f"mem:{m}" for m in memories if m)])
+        )
         if not keys:
             return set(), set()
         found: set[str] = set()

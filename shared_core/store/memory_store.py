@@ -43,9 +43,7 @@ bring a forgotten memory back.
 from __future__ import annotations
 
 import contextlib
-import re
 import time
-import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -56,7 +54,7 @@ from numpy.typing import NDArray
 
 from ..audit import AuditSink, JsonlSink
 from ..config import SEED_MIN_SCORE, ConfigBook, GateConfig, WritePolicy
-from ..errors import InputError, ScopeError, StoreError, StoreLockedError
+from ..errors import InputError, StoreError, StoreLockedError
 from ..model import Hit, MemoryRecord, Scope, coerce_scope
 from ..recall.gate import GateResult, RecallGate
 from ..recall.rules import DEFAULT_RULES, Rule
@@ -68,20 +66,17 @@ from ..write import lifecycle
 from ..write.authority import WritePath
 from ..write.candidate import MemoryCandidate, WriteDecision
 from ..write.gate import WriteGate
-from ..write.target import partition_key
 from .backend import ChromaBackend
 from .chroma import chroma_call, set_http_timeout
 from .erasure import compact_chroma, scrub_hnsw
 from .ledger import ChromaLedger
-from .mirror import TombstoneMirror, default_mirror_path
+from .opening import mirror_for, open_client, persistent_client, recover
+from .safety import MAX_CANDIDATES, MAX_QUERY_CHARS, check_query, drop_tombstoned, settle_late_writes
 from .sync import stable_writer_id
 
-__all__ = ["MemoryStore"]
+__all__ = ["MAX_CANDIDATES", "MAX_QUERY_CHARS", "MemoryStore"]
 
 VectorSearch = Literal["memory", "chroma"]
-MAX_QUERY_CHARS = 10_000
-MAX_CANDIDATES = 10_000
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class MemoryStore:
@@ -177,14 +172,16 @@ class MemoryStore:
         self.audit_path = self.path / "audit" / "audit.jsonl" if self.path is not None else None
         self.sinks: tuple[AuditSink, ...] = tuple(all_sinks)
 
-        client, prefix = self._open_client(client, collection_prefix)
+        client, prefix, self._owns_client = open_client(
+            self.path, client, collection_prefix, read_only=read_only
+        )
         self._chroma = client
         self.prefix = prefix
         if config is None:
             threshold = getattr(self.embedder, "recommended_min_score", SEED_MIN_SCORE)
             config = GateConfig(min_score=float(threshold))
         self.gate = RecallGate(config, rules=rules, sinks=self.sinks, clock=clock)
-        mirror = self._mirror(tombstone_mirror)
+        mirror = mirror_for(self.path, tombstone_mirror, embedded=self._owns_client)
         persistent_writer = self.path is not None and not read_only and self._owns_client
         self._backend = ChromaBackend(
             client,
@@ -210,76 +207,17 @@ class MemoryStore:
             read_only=read_only,
         )
         if not read_only:
-            self._recover()
-
-    def _mirror(self, option: str | Path | bool | None) -> TombstoneMirror | None:
-        if option is False:
-            return None
-        if option is None or option is True:
-            if self.path is None or not self._owns_client:
-                if option is True:
-                    raise InputError("tombstone_mirror=True needs an embedded store; give a file path")
-                return None
-            return TombstoneMirror(default_mirror_path(self.path))
-        if isinstance(option, (str, Path)):
-            return TombstoneMirror(option)
-        raise InputError("tombstone_mirror must be a path, True, False or None")
-
-    def _recover(self) -> None:
-        """On a writer's open: settle, re-apply mirrored tombstones, finish forgets, compact (L2)."""
-        with self._writer.lock, self._backend.operation():
-            if self.path is not None and self._owns_client:
-                self._backend.feed.settle()
-            sources, mems = self._ledger.reapply_mirror(at=self._writer.now())
-            for src in sources:  # resume() below deletes what the restore brought back
-                self._ledger.journal_begin(f"forget:{src}", {"source_record_id": src, "ids": []})
-            if mems:
-                found = [(s, r.id) for s in self._backend.spaces() for r in self._backend.get(mems, memory_space_id=s)
-                         if not r.source_record_id]  # fmt: skip
-                if found:
-                    self._backend.commit([], None, found)
-            resumed = lifecycle.resume(self._writer)  # finish any forget a crash (or a restore) interrupted
-        if resumed or mems:
-            self._mark_compaction()
-        if self._compact_pending():
-            self._try_compact()
-
-    def _open_client(self, client: Any, prefix: str | None) -> tuple[Any, str]:
-        import chromadb
-        from chromadb.config import Settings
-
-        self._owns_client = client is None
-        if client is not None:
-            return client, prefix or "rg"
-        if self.path is not None:
-            chroma_dir = str(self.path / "chroma")
-            if not self.read_only:  # what a crash left in the HNSW files (see erasure)
-                with contextlib.suppress(StoreError):
-                    scrub_hnsw(self.path / "chroma")
-            opened = chroma_call(
-                "open",
-                lambda: chromadb.PersistentClient(
-                    path=chroma_dir, settings=Settings(anonymized_telemetry=False)
-                ),
-            )
-            return opened, prefix or "rg"
-        # The in-process ephemeral system is shared: a fresh prefix isolates this store.
-        return chromadb.EphemeralClient(
-            settings=Settings(anonymized_telemetry=False)
-        ), prefix or f"rg{uuid.uuid4().hex[:10]}"
+            embedded = self.path is not None and self._owns_client
+            recover(self._writer, self._backend, self._ledger, embedded=embedded, mark=self._mark_compaction)
+            if self._compact_pending():
+                self._try_compact()
 
     def _reopen_client(self) -> Any:
         """A fresh client on this folder (a reader's Chroma misses vectors another process wrote)."""
-        import chromadb
-        from chromadb.config import Settings
-
         with contextlib.suppress(Exception):
             self._chroma.close()
-        chroma_dir = str(self.path / "chroma") if self.path is not None else ""
-        self._chroma = chroma_call(
-            "reopen",
-            lambda: chromadb.PersistentClient(path=chroma_dir, settings=Settings(anonymized_telemetry=False)),
-        )
+        if self.path is not None:
+            self._chroma = persistent_client(self.path, scrub=False)
         return self._chroma
 
     # -- construction helpers -----------------------------------------------------------------
@@ -613,27 +551,17 @@ class MemoryStore:
     def indexed_ids(self, memory_space_id: str) -> set[str]:
         """Every id the in-process BM25 partitions hold for a space (after loading them all)."""
         self._check_open()
-        keys = self._backend.partition_keys(memory_space_id) | self._backend.cached_keys(memory_space_id)
-        out: set[str] = set()
-        for key in keys:
-            out |= set(self._backend.partition(key).view().ids)
-        return out
+        return self._backend.indexed_ids(memory_space_id)
 
     def index_state(self, memory_space_id: str) -> dict[str, dict[tuple[str, str, str], set[str]]]:
         """Ids per partition in Chroma and in the in-process partitions already loaded (H2).
 
         For operators and tests checking that the two indexes agree: ``{"chroma": {key: ids},
         "loaded": {key: ids}}``, keys being ``(memory_space_id, route or "", bucket)``. Nothing is
-        loaded by asking.
+        loaded by asking (the partitions held are brought up to date first).
         """
         self._check_open()
-        chroma: dict[tuple[str, str, str], set[str]] = {}
-        for rec in self._backend.records_of_space(memory_space_id):
-            chroma.setdefault(partition_key(rec), set()).add(rec.id)
-        loaded = {
-            key: self._backend.partition(key).ids() for key in self._backend.cached_keys(memory_space_id)
-        }
-        return {"chroma": chroma, "loaded": loaded}
+        return self._backend.index_state(memory_space_id)
 
     def refresh(self, memory_space_id: str | None = None) -> None:
         """Drop in-process partitions so they are rebuilt from Chroma (after outside writes)."""
@@ -650,22 +578,7 @@ class MemoryStore:
                 a lone surrogate (not valid Unicode), or ``candidates`` is not a positive integer.
         """
         self._check_open()
-        scope = coerce_scope(scope)
-        if not isinstance(query, str):
-            raise InputError(f"query must be a string, not {type(query).__name__}")
-        if len(query) > MAX_QUERY_CHARS:
-            raise InputError(f"query is longer than {MAX_QUERY_CHARS} characters")
-        if _LONE_SURROGATE.search(query):
-            raise InputError("query is not valid Unicode (it holds a lone surrogate)")
-        for name, value in scope.model_dump().items():
-            if isinstance(value, str) and _LONE_SURROGATE.search(value):
-                raise ScopeError(f"invalid scope: {name} is not valid Unicode (lone surrogate)")
-        if candidates is not None and (
-            isinstance(candidates, bool)
-            or not isinstance(candidates, int)
-            or not 1 <= candidates <= MAX_CANDIDATES
-        ):
-            raise InputError(f"candidates must be an integer from 1 to {MAX_CANDIDATES}")
+        scope = check_query(query, coerce_scope(scope), candidates)
         n_cand = candidates or self.fusion.candidates
         t0 = time.perf_counter()
         views = self._backend.views(scope)  # checks the change feed first (coherence, fail closed)
@@ -680,55 +593,12 @@ class MemoryStore:
         hits, found = hybrid_search(
             query, views, qv, fusion=self.fusion, candidates=n_cand, vector_channel=channel
         )
-        hits = self._drop_tombstoned(hits)
+        hits = drop_tombstoned(self._ledger, hits)  # see shared_core.store.safety
         timings = {"load_ms": round((t1 - t0) * 1e3, 3), "embed_ms": round((t2 - t1) * 1e3, 3), **found}
         return hits, timings
 
-    def _drop_tombstoned(self, hits: list[Hit]) -> list[Hit]:
-        """Hits whose source or id is tombstoned never reach the gate (L2), whatever the partitions hold.
-
-        One read of the ledger (and the tombstone mirror) for the hits' sources and ids, with the
-        rule of :mod:`shared_core.write.ledger`: a forgotten source, or a deleted id that names no
-        source. This makes a forget effective for every client from the moment its tombstone is
-        written — before its deletes land, after a crash between the two, while another process
-        races a write of the same source, and after a restore that brought the memory back.
-        """
-        if not hits:
-            return hits
-        sources, mems = self._ledger.tombstoned_among(
-            [h.record.source_record_id or "" for h in hits],
-            [h.record.id for h in hits if not h.record.source_record_id],
-        )
-        if not sources and not mems:
-            return hits
-        kept = [
-            h
-            for h in hits
-            if not (h.record.source_record_id and h.record.source_record_id in sources)
-            and not (not h.record.source_record_id and h.record.id in mems)
-        ]
-        return [h.model_copy(update={"fused_rank": i}) for i, h in enumerate(kept, start=1)]
-
     def _settle_late_writes(self, decisions: list[WriteDecision]) -> list[WriteDecision]:
-        """Finish a forget that raced this write from another client (its tombstone landed first).
-
-        Across processes nothing orders a forget and a write of the same source: the write may
-        pass the tombstone check just before the tombstone is written and commit just after the
-        forget deleted. Reads already ignore it (:meth:`_drop_tombstoned`); here the forget is
-        run again, so the late memory is deleted too (forget is idempotent).
-        """
-        sources = {
-            src
-            for d in decisions
-            if d.stored and not d.dry_run
-            for src in [(d.record or d.candidate).source_record_id if (d.record or d.candidate) else None]  # type: ignore[union-attr]
-            if src
-        }
-        if sources:
-            late, _ = self._ledger.tombstoned_among(sorted(sources))
-            for src in sorted(late):
-                lifecycle.forget(self._writer, src)
-        return decisions
+        return settle_late_writes(self._writer, self._ledger, decisions)
 
     def query(
         self,

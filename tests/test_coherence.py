@@ -269,3 +269,19 @@ def test_concurrent_writers_lose_nothing() -> None:
         assert_indexes_agree(s, "s1", set(ids))
         got = s.get(sorted(ids), memory_space_id="s1")
         assert all(r.body.startswith("Race fact") for r in got) and len(got) == 24
+
+
+def test_a_writer_that_dies_after_its_data_is_still_seen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer's "done" head never lands (it died after the data): a client holding the partition still sees the write."""
+    a, b = _pair("dead")
+    a.add([mem(KITES)])
+    assert bodies(b, "kite shed") == [KITES]  # b holds the partition
+
+    def die(*args: object, **kwargs: object) -> None:
+        raise SystemExit("the writer died after its data, before its done head")
+
+    monkeypatch.setattr(a._backend.feed, "end", die)  # noqa: SLF001
+    with pytest.raises(SystemExit):
+        a.add([mem(HERONS)])
+    assert bodies(b, "herons nest") == [HERONS]  # head pending > done: b re-reads what may have landed
+    assert bodies(b, "herons nest") == [HERONS]

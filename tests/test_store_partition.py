@@ -118,3 +118,19 @@ def test_bm25s_engine_still_rebuilds_correctly() -> None:
     assert [view.ids[i] for i, _ in view.bm25.top(tokenize("kite heron"), 5)] == [
         view.ids[i] for i, _ in ref.top(tokenize("kite heron"), 5)
     ]
+
+
+def test_an_append_writes_in_place_and_a_rewrite_copies_only_then() -> None:
+    """A new memory goes into spare rows the earlier view shares; an in-place change copies once, and old views keep their data."""
+    part = Partition(("s1", "", "b"), DIM, engine="rank_bm25")
+    part.upsert([make_record(f"m{i}", body=f"kite {i}") for i in range(20)], np.stack([_vec(i, 0) for i in range(20)]))
+    part.upsert([make_record("m20", body="heron")], _vec(20, 0)[None, :])  # the buffer grows (doubles) once
+    first = part.view()
+    part.upsert([make_record("m21", body="heron two")], _vec(21, 0)[None, :])
+    second = part.view()
+    assert np.shares_memory(first.matrix, second.matrix)  # no copy of the 20 rows for one append
+    before = first.matrix.copy()
+    part.remove(["m3"])  # moves the last row into the hole: the shared buffer is copied first
+    third = part.view()
+    assert not np.shares_memory(second.matrix, third.matrix)
+    assert np.array_equal(first.matrix, before) and len(second.ids) == 22 and len(third.ids) == 21

@@ -4,30 +4,24 @@ Derived from Chroma (the source of truth) and rebuildable from it at any time (H
 ``(memory space, route, owner bucket)``; a write to one partition never touches another.
 
 **Incremental** (issue 14): a write, a correction or a forget changes the partition in place, in
-time proportional to the memories it touches, not to the partition:
-
-* vectors live in a row buffer with spare capacity; an append writes one row;
-* BM25 postings (term -> rows, term frequencies), document lengths and document frequencies are
-  updated per memory; IDF and length norms are computed at query time from those statistics;
-* records are kept as stored (document + flat metadata) and decoded only when a query, the write
-  gate or a caller needs one (a scope's first query no longer validates every memory).
+time proportional to the memories it touches: vectors live in a row buffer with spare capacity;
+BM25 postings (term -> rows, term frequencies), document lengths and frequencies are updated per
+memory, IDF and length norms computed at query time; records are kept as stored (document + flat
+metadata) and decoded only when a query or the write gate needs one.
 
 **Snapshots.** Queries read an immutable :class:`PartitionView` without locks. A view shares the
-partition's buffers: appends write past the rows a view sees, and any in-place change (a row
-replaced or moved) first copies the buffer if a view was handed out since the last copy
-(copy-on-write), so a view never changes under a query.
+partition's buffers: appends write past the rows a view sees, and an in-place change (a row
+replaced or moved) first copies a buffer a view was handed (copy-on-write).
 
-**Exactly rank-bm25's scores.** The postings index reproduces
-:class:`~shared_core.retrieval.bm25.LuceneBM25Okapi` (rank-bm25's Okapi BM25 with Lucene's IDF,
-``K1``/``B`` and :func:`~shared_core.retrieval.bm25.lucene_idf` from that module), term by term and
-with the same floating-point expression, so the two agree bit for bit (tested against
-``BM25Partition`` under random writes and deletes). It lives here because ``BM25Partition`` has no
-incremental API yet; the ``bm25s`` engine (no incremental add) keeps the rebuild-on-change path.
+**Exactly rank-bm25's scores.** :class:`PostingsBM25` reproduces ``LuceneBM25Okapi`` of
+:mod:`.bm25` (``K1``, ``B``, ``lucene_idf`` from there) term by term with the same floating-point
+expression, bit for bit (tested against ``BM25Partition`` under random writes and deletes). It
+lives here because ``BM25Partition`` has no incremental API yet; the ``bm25s`` engine keeps the
+rebuild-on-change path.
 
 Why an in-process view and not Chroma's HNSW for every query: a scope usually holds hundreds to
-thousands of memories, where an exact dot product over the partition's matrix is both faster and
-exact, and BM25 needs the partition's postings in memory anyway. Stores configured with
-``vector_search="chroma"`` ask Chroma for the vector ranking instead (with the scope in ``where``).
+thousands of memories, where an exact dot product is both faster and exact, and BM25 needs the
+postings in memory anyway (``vector_search="chroma"`` asks Chroma for the vector ranking instead).
 """
 
 from __future__ import annotations
@@ -57,6 +51,8 @@ __all__ = [
 
 PartitionKey = tuple[str, str, str]
 """(memory_space_id, route or "", bucket)."""
+Postings = dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]]
+"""term -> (rows holding it, its frequency in each)."""
 
 _EMPTY_TOKEN = ""  # rank-bm25 divides by the average length: an empty memory gets one empty token
 
@@ -347,7 +343,7 @@ class Partition:
         self._buf = np.zeros((0, dimension), dtype=np.float32)
         self._dl = np.zeros(0, dtype=np.float64)
         self._total = 0
-        self._post: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
+        self._post: Postings = {}
         self._succ: dict[str, str] = {}
         self._rbytes = 0
         self._published = False  # a view shares the buffers: copy before an in-place change
@@ -378,23 +374,11 @@ class Partition:
             i = self._pos.get(mid)
             return None if i is None else (self._rows[i].record, self._buf[i].copy())
 
-    def records(self) -> list[MemoryRecord]:
-        """All memories of the partition (decodes every one: prefer :meth:`select`)."""
-        with self._lock:
-            rows = list(self._rows)
-        return [r.record for r in rows]
-
     def select(self, predicate: Callable[[StoredRow], bool]) -> list[MemoryRecord]:
         """Records of the rows a predicate on stored fields accepts (only those are decoded)."""
         with self._lock:
             rows = list(self._rows)
         return [r.record for r in rows if predicate(r)]
-
-    def matching(self, predicate: Callable[[StoredRow], bool]) -> list[str]:
-        """Ids of the rows a predicate on stored fields accepts (nothing is decoded)."""
-        with self._lock:
-            rows = list(self._rows)
-        return [r.mid for r in rows if predicate(r)]
 
     def newest(self) -> MemoryRecord | None:
         """The memory with the latest creation time (``created_at``, else ``updated_at``; then id)."""
@@ -439,7 +423,7 @@ class Partition:
         vectors: NDArray[np.float32],
         doc_len: NDArray[np.float64],
         total: int,
-        postings: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]],
+        postings: Postings,
     ) -> None:
         """Fill an empty partition from its parts (a snapshot, or :meth:`load`)."""
         with self._lock:
@@ -466,14 +450,7 @@ class Partition:
 
     def export(
         self,
-    ) -> tuple[
-        list[str],
-        NDArray[np.float32],
-        list[StoredRow],
-        NDArray[np.float64],
-        int,
-        dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]],
-    ]:
+    ) -> tuple[list[str], NDArray[np.float32], list[StoredRow], NDArray[np.float64], int, Postings]:
         """Ids, vectors, rows, document lengths, total length and postings (copies; for snapshots)."""
         with self._lock:
             n = len(self._ids)

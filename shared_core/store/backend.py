@@ -354,6 +354,8 @@ class ChromaBackend:
                 self._commit_space(
                     space, [upserts[i] for i in idx], vecs, list(dict.fromkeys(del_by_space.get(space, [])))
                 )
+        # outside every space lock: eviction takes the locks of other spaces
+        self.cache.enforce_budget({partition_key(r) for r in upserts})
 
     def _commit_space(
         self, space: str, records: list[MemoryRecord], vectors: NDArray[np.float32], dels: list[str]
@@ -404,7 +406,6 @@ class ChromaBackend:
             raise
         self.feed.end(space, seq)
         self.cache.committed(space, seq)
-        self.cache.enforce_budget({partition_key(r) for r in records})
 
     def _locate(self, col: Any, ids: Sequence[str]) -> dict[str, PartitionKey]:
         if not ids:

@@ -141,8 +141,7 @@ class ChromaLedger:
             return set(), set()
         found: set[str] = set()
         if self.mirror is not None:
-            mirrored = self.mirror.keys()
-            found |= {k for k in keys if k in mirrored}
+            found |= self.mirror.among(keys)
         col = self._col("tombstones")
         if col is not None:
             got = chroma_call("tombstones", lambda: col.get(ids=keys, include=[]), retries=READ_RETRIES)

@@ -82,9 +82,13 @@ class TombstoneMirror:
 
     def has_any(self, keys: Iterable[str]) -> bool:
         """True when any of ``keys`` is mirrored."""
+        return bool(self.among(keys))
+
+    def among(self, keys: Iterable[str]) -> set[str]:
+        """Those of ``keys`` that are mirrored (the file is re-read only when it changed)."""
         self._refresh()
         with self._lock:
-            return any(k in self._keys for k in keys)
+            return {k for k in keys if k in self._keys}
 
     def keys(self) -> set[str]:
         """Every mirrored tombstone key (re-read when the file changed)."""

@@ -37,7 +37,7 @@ def _load_benchmark() -> ModuleType:
 load = _load_benchmark()
 THREADS = int(os.environ.get("RECALL_GATE_LOAD_THREADS", "4"))
 OPS = int(os.environ.get("RECALL_GATE_LOAD_OPS", "25"))
-SECONDS = float(os.environ.get("RECALL_GATE_LOAD_SECONDS", "20"))
+SECONDS = float(os.environ.get("RECALL_GATE_LOAD_SECONDS", "14"))
 
 
 def test_mixed_load_on_an_embedded_store(tmp_path: Path) -> None:

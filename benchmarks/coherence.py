@@ -60,7 +60,9 @@ def load(store: MemoryStore, n: int, users: int, seed: int, pool: list[tuple[str
     return corpus
 
 
-def bench_write(pool: list[tuple[str, list[str]]], sizes: Sequence[int], rounds: int, root: Path) -> list[str]:
+def bench_write(
+    pool: list[tuple[str, list[str]]], sizes: Sequence[int], rounds: int, root: Path
+) -> list[str]:
     out = []
     for n in sizes:
         folder = root / f"write-{n}"
@@ -69,7 +71,9 @@ def bench_write(pool: list[tuple[str, list[str]]], sizes: Sequence[int], rounds:
         scope = scope_of(corpus.users[0])
         extra = make_corpus(rounds + 5, pool, users=1, seed=999)
         asked = make_corpus(2 * rounds + 1, pool, users=1, seed=998)
-        queries = [f"{t} {b[:40]}" for t, b in zip(asked.titles, asked.bodies, strict=True)]  # each asked once
+        queries = [
+            f"{t} {b[:40]}" for t, b in zip(asked.titles, asked.bodies, strict=True)
+        ]  # each asked once
         store.search(queries[-1], scope=scope)
         plain, after, writes = [], [], []
         for j in range(rounds):
@@ -113,7 +117,9 @@ print(json.dumps({{"import": t1 - t0, "open": t2 - t1, "first": t3 - t2, "hits":
 def _cold_once(folder: Path, query: str, user: str) -> dict[str, float]:
     code = COLD.format(root=str(CODE), folder=str(folder), dim=DIM, query=query, user=user)
     env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env
+    )
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
     out: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -191,7 +197,9 @@ print(json.dumps({{"base": base, "rss": rss(), "peak": rss("VmHWM"),
 """
 
 
-def bench_rss(pool: list[tuple[str, list[str]]], n: int, budgets: Sequence[int | None], root: Path) -> list[str]:
+def bench_rss(
+    pool: list[tuple[str, list[str]]], n: int, budgets: Sequence[int | None], root: Path
+) -> list[str]:
     folder = root / "rss"
     store = MemoryStore(folder, embedding=HashEmbedding(DIM))
     t0 = time.perf_counter()

@@ -280,7 +280,7 @@ def test_a_writer_that_dies_after_its_data_is_still_seen(monkeypatch: pytest.Mon
     def die(*args: object, **kwargs: object) -> None:
         raise SystemExit("the writer died after its data, before its done head")
 
-    monkeypatch.setattr(a._backend.feed, "end", die)  # noqa: SLF001
+    monkeypatch.setattr(a._backend.feed, "end", die)
     with pytest.raises(SystemExit):
         a.add([mem(HERONS)])
     assert bodies(b, "herons nest") == [HERONS]  # head pending > done: b re-reads what may have landed

@@ -70,14 +70,20 @@ def test_a_full_disk_gives_a_typed_error_every_time_and_never_hangs(tiny_disk: P
     """
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300, cwd=HERE
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=HERE,
         )
     except subprocess.TimeoutExpired:
         pytest.fail("a write on a full disk hung (no typed error within 300 s)")
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["ok"] > 5, out  # the disk held a few writes first
-    assert out["n_errors"] >= 12 and all(e.startswith(("not enough free disk space", "Chroma failed")) for e in out["errors"]), out
+    assert out["n_errors"] >= 12 and all(
+        e.startswith(("not enough free disk space", "Chroma failed")) for e in out["errors"]
+    ), out
     assert any("free disk space" in e for e in out["errors"]), out  # the guard, not Chroma, said no
     assert out["slowest"] < 30, out
     assert out["read"] > 0 and out["after"] == "write", out
@@ -87,5 +93,7 @@ def test_a_full_disk_gives_a_typed_error_every_time_and_never_hangs(tiny_disk: P
         with make_store({str(tiny_disk / "store")!r}, read_only=True) as s:
             print(json.dumps(s.all_ids("s1") == s.indexed_ids("s1")))
     """
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(check)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(check)], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0 and proc.stdout.strip().endswith("true"), proc.stderr[-2000:]

@@ -50,13 +50,13 @@ def test_byte_budget_evicts_least_recently_used_and_reloads_the_same() -> None:
     free = make_store(client=client, collection_prefix="budget")
     fill(free)
     expected = answers(free)
-    one = free._backend.cache.held("s1")  # noqa: SLF001 - the size of what one pass holds
+    one = free._backend.cache.held("s1")
     per_partition = max(p.nbytes() for p in one.values())
     tight = make_store(client=client, collection_prefix="budget", cache_bytes=2 * per_partition)
     for _ in range(2):
         assert answers(tight) == expected
-    assert tight._backend.cache.evictions >= len(USERS)  # noqa: SLF001
-    assert tight._backend.cache.cached_bytes() <= 2 * per_partition  # noqa: SLF001
+    assert tight._backend.cache.evictions >= len(USERS)
+    assert tight._backend.cache.cached_bytes() <= 2 * per_partition
     # a change made while a partition was evicted is seen when it reloads
     free.add([mem("A new fact: bay 99 holds kites and herons.", user_id="u0")])
     assert "A new fact: bay 99 holds kites and herons." in {
@@ -91,7 +91,9 @@ def test_a_snapshot_serves_the_first_query_and_catches_up(tmp_path: Path) -> Non
                  memory_space_id="s1")
         os._exit(0)
     """
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     loads: list[str] = []
     original = snapshot_module.load
@@ -124,9 +126,9 @@ def test_a_snapshot_for_another_tokenizer_is_ignored(tmp_path: Path, monkeypatch
         fill(store, 5)
     monkeypatch.setattr(snapshot_module, "tokenizer_fingerprint", lambda: "another-tokenizer")
     with make_store(folder) as store:
-        key = next(iter(store._backend.partition_keys("s1")))  # noqa: SLF001
+        key = next(iter(store._backend.partition_keys("s1")))
         assert snapshot_module.load(
             folder / "cache", key, dimension=256, engine="rank_bm25", embedding="hash-embedding-256",
-            collection_id=str(store._backend.collection("s1", create=False).id),  # noqa: SLF001
+            collection_id=str(store._backend.collection("s1", create=False).id),
         ) is None  # fmt: skip
         assert len(store.search("bay kites", scope=scope("u2"))[0]) == 5

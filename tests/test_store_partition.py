@@ -52,7 +52,9 @@ def _assert_view_is(view: PartitionView, live: dict[str, tuple[MemoryRecord, np.
 
 @settings(max_examples=60, deadline=None)
 @given(ops=st.lists(_op, max_size=40))
-def test_property_incremental_index_equals_a_rebuild_and_views_stay_frozen(ops: list[tuple[str, int, list[str], str]]) -> None:
+def test_property_incremental_index_equals_a_rebuild_and_views_stay_frozen(
+    ops: list[tuple[str, int, list[str], str]],
+) -> None:
     """Any upsert/remove sequence: each view scores exactly like BM25Partition rebuilt then, and still does after later writes."""
     part = Partition(("s1", "", "b"), DIM, engine="rank_bm25")
     live: dict[str, tuple[MemoryRecord, np.ndarray]] = {}
@@ -79,7 +81,10 @@ def test_bulk_load_and_lazy_rows_equal_record_upserts() -> None:
     """Loading stored rows (document + metadata, decoded lazily) gives the same view as upserting records."""
     from shared_core.model import encode_record
 
-    recs = [make_record(f"m{i}", body=" ".join(WORDS[i % 5 : i % 5 + 4]), title="t" if i % 2 else "") for i in range(30)]
+    recs = [
+        make_record(f"m{i}", body=" ".join(WORDS[i % 5 : i % 5 + 4]), title="t" if i % 2 else "")
+        for i in range(30)
+    ]
     vecs = np.stack([_vec(i, 0) for i in range(30)])
     a = Partition(("s1", "", "b"), DIM, engine="rank_bm25")
     a.upsert(recs, vecs)
@@ -123,7 +128,9 @@ def test_bm25s_engine_still_rebuilds_correctly() -> None:
 def test_an_append_writes_in_place_and_a_rewrite_copies_only_then() -> None:
     """A new memory goes into spare rows the earlier view shares; an in-place change copies once, and old views keep their data."""
     part = Partition(("s1", "", "b"), DIM, engine="rank_bm25")
-    part.upsert([make_record(f"m{i}", body=f"kite {i}") for i in range(20)], np.stack([_vec(i, 0) for i in range(20)]))
+    part.upsert(
+        [make_record(f"m{i}", body=f"kite {i}") for i in range(20)], np.stack([_vec(i, 0) for i in range(20)])
+    )
     part.upsert([make_record("m20", body="heron")], _vec(20, 0)[None, :])  # the buffer grows (doubles) once
     first = part.view()
     part.upsert([make_record("m21", body="heron two")], _vec(21, 0)[None, :])

@@ -30,6 +30,15 @@ coherence protocol (:mod:`shared_core.store.sync`):
   there leaves both memories whole (the supersede link is also derived from the successor's
   ``supersedes``, :mod:`shared_core.retrieval.partition`). A writer that dies mid-commit leaves its
   head "pending": readers keep re-reading what it may have written.
+- *Forgets across clients:* every query drops hits whose source or id is tombstoned (one ledger
+  read, :mod:`shared_core.store.safety`), so a forget holds for every client from the moment its
+  tombstone is written, even before its deletes land or while another process races a write of
+  the same source (which is then forgotten again after it commits).
+- *Embedded reader next to its writer:* the feed lives in ``<path>/feed.sqlite3`` (opened
+  ``mode=ro`` by readers); chromadb keeps its vector index per process, so a reader whose Chroma
+  cannot find vectors the writer added reopens its client once. The store writes nothing through a
+  reader (Chroma's own ``PersistentClient`` still touches its lock table and HNSW files on open and
+  close: a chromadb behaviour, not ours).
 
 **Erasure (L2).** :meth:`forget` and :meth:`delete` of an embedded store end with
 :meth:`compact` (``erase_on_forget=True``, default): Chroma's write-ahead log, full-text index and
@@ -564,7 +573,7 @@ class MemoryStore:
         return self._backend.index_state(memory_space_id)
 
     def refresh(self, memory_space_id: str | None = None) -> None:
-        """Drop in-process partitions so they are rebuilt from Chroma (after outside writes)."""
+        """Drop in-process partitions so they are rebuilt from Chroma (never needed for coherence: every call checks the change feed)."""
         self._backend.refresh(memory_space_id)
 
     def search(

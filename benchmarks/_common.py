@@ -207,9 +207,8 @@ def llamaindex_embedding(table: VectorTable) -> Any:
 def ephemeral_chroma() -> Any:
     """An in-memory Chroma client (no telemetry); collections get explicit embeddings only."""
     import chromadb
-    from chromadb.config import Settings
 
-    return chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    return chromadb.EphemeralClient()
 
 
 # -- metrics ----------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Run::
 
     python benchmarks/load.py                      # embedded, 8 threads x 150 ops, then the server
     python benchmarks/load.py --mode embedded --threads 8 --ops 300 --embedding minilm
-    python benchmarks/load.py --mode server --procs 2 --threads 4 --ops 150
+    python benchmarks/load.py --mode server --procs 4 --threads 4 --seconds 60
 
 Each thread acts for one user (two threads per user, so they contend for the same partitions and
 sources) and runs a fixed number of operations drawn from a seeded mix: ``query`` (its own scope
@@ -16,10 +16,11 @@ is checked against a model built from the decisions (order-independent): ids in 
 BM25 == written ids whose source was not forgotten, no duplicates, and one audit record per
 operation in a hash chain that verifies. The named invariants are those of ``tests/invariants.py``.
 
-Server mode starts ``chroma run`` on 127.0.0.1 and runs ``--procs`` client processes of
-``--threads`` threads each (``MemoryStore.http``; ``refresh()`` now and then to see the other
-process's writes). Processes act for disjoint users: Chroma has no multi-operation transactions,
-so two processes writing one partition can race (DESIGN "Consistency of the two indexes").
+Server mode (``benchmarks/load_server.py``) starts ``chroma run`` on 127.0.0.1 and runs
+``--procs`` client processes of ``--threads`` threads each for ``--seconds``, with users shared
+between processes, no ``refresh()`` (the change feed keeps every client coherent), a client
+killed with SIGKILL mid-batch and the server killed with SIGKILL mid-write and restarted; see
+that module for what is checked.
 
 Prints throughput and p50/p99 latency per operation kind; ``--json FILE`` saves them.
 """
@@ -29,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
 import sys
 import tempfile
 import threading
@@ -48,7 +48,6 @@ import invariants  # noqa: E402  (tests/invariants.py: the named invariants, STY
 
 from shared_core import GateConfig, RecallGateError, Scope  # noqa: E402
 from shared_core.audit import JsonlSink, verify_chain  # noqa: E402
-from shared_core.model import Visibility, bucket_of  # noqa: E402
 from shared_core.store import MemoryStore  # noqa: E402
 from shared_core.testing import FrozenClock, HashEmbedding  # noqa: E402
 from shared_core.write import WriteAction  # noqa: E402
@@ -166,7 +165,6 @@ def worker(
     ops: int,
     seed: int,
     shared_writes: bool,
-    refresh_every: int,
 ) -> None:
     """One thread: ``ops`` operations for ``user``."""
     rnd = random.Random(seed)
@@ -177,8 +175,6 @@ def worker(
         kind = rnd.choices(kinds, weights)[0]
         if kind == "correct" and not mine:
             kind = "write"  # nothing of this user's to correct yet
-        if refresh_every and n and n % refresh_every == 0:
-            store.refresh(SPACE)
         t0 = time.perf_counter()
         audited = 1
         try:
@@ -281,7 +277,6 @@ def run_threads(
     ops: int,
     seed: int,
     shared_writes: bool,
-    refresh_every: int = 0,
     preload: int = 0,
 ) -> tuple[Model, float]:
     """Preload memories, then run ``threads`` workers (two per user); returns the model and wall time."""
@@ -298,7 +293,6 @@ def run_threads(
                 "ops": ops,
                 "seed": seed * 1000 + t,
                 "shared_writes": shared_writes,
-                "refresh_every": refresh_every,
             },
             name=f"load-{t}",
         )
@@ -450,71 +444,23 @@ def http_store(port: int, prefix: str, embedding: str, **kwargs: Any) -> MemoryS
     )
 
 
-def run_worker_process(args: argparse.Namespace) -> None:
-    """``--worker``: one client process of the server run; prints its model as JSON."""
-    users = [f"p{args.proc}u{i}" for i in range(max(1, args.threads // 2))]
-    all_users = [f"p{p}u{i}" for p in range(args.procs) for i in range(max(1, args.threads // 2))]
-    audit = Path(args.audit)
-    store = http_store(args.port, args.prefix, args.embedding, sinks=[JsonlSink(audit)])
-    model, wall = run_threads(
-        store,
-        users=users,
-        all_users=all_users,
-        threads=args.threads,
-        ops=args.ops,
-        seed=args.seed + args.proc,
-        shared_writes=False,
-        refresh_every=25,
-        preload=args.preload // args.procs,
-    )
-    for user in users:  # this process's own partitions, as it sees them, agree with the server
-        key = (SPACE, "", bucket_of(user, "a1", Visibility.PRIVATE))
-        check(model, f"partition_agrees:{user}", lambda k=key: invariants.assert_partition_agrees(store, k))
-    print(json.dumps({"model": model.to_json(), "wall": wall}))
-
-
 def run_server(
-    *, procs: int, threads: int, ops: int, seed: int, embedding: str, folder: Path, preload: int = 0
+    *, procs: int, threads: int, seconds: float, seed: int, folder: Path, faults: bool = True
 ) -> dict[str, Any]:
-    """A ``chroma run`` server and ``procs`` client processes of ``threads`` threads each."""
-    from test_server import _free_port, start_server, stop_server
+    """``procs`` client processes x ``threads`` threads on one ``chroma run`` (see load_server.py)."""
+    if str(Path(__file__).resolve().parent) not in sys.path:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import load_server
 
-    port = _free_port()
-    server = start_server(folder / "chroma", port)
-    try:
-        prefix = f"load{seed}"
-        audits = [folder / f"audit-{p}.jsonl" for p in range(procs)]
-        cmd = [sys.executable, __file__, "--worker", "--port", str(port), "--prefix", prefix,
-               "--procs", str(procs), "--threads", str(threads), "--ops", str(ops), "--seed", str(seed),
-               "--embedding", embedding, "--preload", str(preload)]  # fmt: skip
-        children = [
-            subprocess.Popen(
-                [*cmd, "--proc", str(p), "--audit", str(audits[p])], stdout=subprocess.PIPE, text=True
-            )
-            for p in range(procs)
-        ]
-        model = Model()
-        wall = 0.0  # the processes run side by side: the run lasts as long as the slowest one
-        for child in children:
-            out, _ = child.communicate(timeout=1800)
-            if child.returncode != 0:
-                raise RuntimeError(f"worker exited with {child.returncode}")
-            report = json.loads(out.strip().splitlines()[-1])
-            model.merge(report["model"])
-            wall = max(wall, report["wall"])
-        store = http_store(port, prefix, embedding)
-        check_store(store, model)
-        check_audit(audits, model)
-        size = len(store.all_ids(SPACE))
-    finally:
-        stop_server(server)
-    return summary(model, wall, threads=procs * threads, store_size=size,
-                   label=f"server, {procs} processes x {threads} threads ({embedding})")  # fmt: skip
+    return load_server.run(procs=procs, threads=threads, seconds=seconds, seed=seed, folder=folder,
+                           kill_client=faults, kill_server=faults)  # fmt: skip
 
 
 def print_summary(s: dict[str, Any]) -> None:
     print(f"\n{s['label']}: {s['threads']} threads, {s['ops']} ops in {s['wall_s']} s "
           f"= {s['ops_per_s']} ops/s; store size {s['store_size']} memories")  # fmt: skip
+    for event in s.get("events", []):
+        print(f"  {event}")
     for kind, lat in s["latency_ms"].items():
         print(f"  {kind:<8} n={lat['n']:<5} p50 {lat['p50']:>8.2f} ms   p99 {lat['p99']:>8.2f} ms")
     print(f"  violations: {len(s['violations'])}")
@@ -532,15 +478,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedding", choices=["hash", "minilm"], default="hash")
     parser.add_argument("--preload", type=int, default=2000, help="memories written before the run")
     parser.add_argument("--json", help="write the summaries to this file")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--proc", type=int, default=0, help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
-    parser.add_argument("--prefix", default="load", help=argparse.SUPPRESS)
-    parser.add_argument("--audit", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--seconds", type=float, default=60.0, help="length of the server run")
+    parser.add_argument("--no-faults", action="store_true", help="server run without the killed client/server")
     args = parser.parse_args(argv)
-    if args.worker:
-        run_worker_process(args)
-        return 0
     results = []
     with tempfile.TemporaryDirectory(prefix="rg-load-") as tmp:
         if args.mode in ("embedded", "both"):
@@ -561,11 +501,10 @@ def main(argv: list[str] | None = None) -> int:
                 run_server(
                     procs=args.procs,
                     threads=threads,
-                    ops=args.ops,
+                    seconds=args.seconds,
                     seed=args.seed,
-                    embedding=args.embedding,
                     folder=Path(tmp),
-                    preload=args.preload,
+                    faults=not args.no_faults,
                 )
             )
             print_summary(results[-1])

@@ -80,9 +80,8 @@ def unit_vectors(n: int, seed: int = 7) -> NDArray[np.float32]:
 def raw_chroma(items: list[dict[str, Any]], vectors: NDArray[np.float32], batch: int, folder: Path) -> float:
     """Memories per second of a raw upsert with the store's own metadata encoding."""
     import chromadb
-    from chromadb.config import Settings
 
-    client = chromadb.PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False))
+    client = chromadb.PersistentClient(path=str(folder))
     col = client.get_or_create_collection(
         collection_name("raw", SCOPE["memory_space_id"]), metadata={"hnsw:space": "cosine"}, embedding_function=None
     )

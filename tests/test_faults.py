@@ -8,6 +8,7 @@ Crash-and-reopen at each step of a write is in ``tests/test_crash.py``.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import errno
 import json
@@ -28,7 +29,9 @@ from stores import NOW, SCOPE, make_store, mem
 from test_server import GATE, _free_port, start_server, stop_server
 
 import shared_core.store.backend as backend_module
+import shared_core.store.collections as collections_module
 import shared_core.store.ledger as ledger_module
+import shared_core.store.sync as sync_module
 from shared_core import JsonlSink, StoreError, StoreUnavailableError, capture_audit
 from shared_core.store import MemoryStore
 from shared_core.store.chroma import chroma_call
@@ -180,9 +183,12 @@ def fail_step(monkeypatch: pytest.MonkeyPatch, step: str, error: OSError, *, app
 
         return chroma_call(what, boom, **kwargs)
 
-    for module in (backend_module, ledger_module):  # every module of the store that calls Chroma
+    for module in STORE_MODULES:
         monkeypatch.setattr(module, "chroma_call", patched)
 
+
+STORE_MODULES = (backend_module, collections_module, ledger_module, sync_module)
+"""Every module of the store that calls Chroma."""
 
 ENOSPC = OSError(errno.ENOSPC, "No space left on device")
 EROFS = OSError(errno.EROFS, "Read-only file system")
@@ -292,21 +298,42 @@ def test_regression_unwritable_folder_is_a_store_error(
         make_store(tmp_path / "store")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
+@contextlib.contextmanager
+def _read_only_view(folder: Path) -> Iterator[Path]:
+    """The folder as this process cannot write it: chmod a-w, or (root ignores modes) a read-only bind mount."""
+    if os.geteuid() != 0:
+        modes = {p: p.stat().st_mode for p in [folder, *folder.rglob("*")]}
+        for p in modes:
+            p.chmod(0o555 if p.is_dir() else 0o444)
+        try:
+            yield folder
+        finally:
+            for p, mode in modes.items():
+                p.chmod(mode)
+        return
+    view = folder.parent / f"{folder.name}-ro"
+    view.mkdir()
+    mounted = subprocess.run(["mount", "--bind", str(folder), str(view)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"root, and no bind mount here: {mounted.stderr.decode()[-200:]}")
+    try:
+        ro = subprocess.run(["mount", "-o", "remount,ro,bind", str(view)], capture_output=True)
+        assert ro.returncode == 0, ro.stderr.decode()
+        yield view
+    finally:
+        subprocess.run(["umount", "-l", str(view)], capture_output=True)
+
+
 def test_really_read_only_folder(tmp_path: Path) -> None:
-    """chmod a-w on a store: opening it for writing is a StoreError; nothing changes."""
+    """A store folder this process cannot write: opening it for writing is a StoreError; nothing changes."""
     folder = tmp_path / "store"
     with make_store(folder) as s:
         s.add([mem(BODY_A)])
-    modes = {p: p.stat().st_mode for p in [folder, *folder.rglob("*")]}
-    for p in modes:
-        p.chmod(0o555 if p.is_dir() else 0o444)
-    try:
-        with pytest.raises(StoreError), make_store(folder) as s:
+    with _read_only_view(folder) as view:
+        with pytest.raises(OSError):
+            (view / "probe").write_text("x")  # the view really is read-only
+        with pytest.raises(StoreError), make_store(view) as s:
             s.add([mem(BODY_B)])
-    finally:
-        for p, mode in modes.items():
-            p.chmod(mode)
     with make_store(folder) as s:
         assert bodies(s) == [BODY_A]
         assert_indexes_agree(s, "s1")
@@ -336,7 +363,7 @@ def test_regression_a_read_racing_a_write_is_retried(tmp_path: Path, monkeypatch
 
         return chroma_call(what, once, **kwargs)
 
-    for module in (backend_module, ledger_module):
+    for module in STORE_MODULES:
         monkeypatch.setattr(module, "chroma_call", flaky)
     assert [h.record.body for h in store.search("kite shed", scope=SCOPE)[0]] == [BODY_A]
     assert failures["load partition"] == 0

@@ -25,7 +25,7 @@ import contextlib
 import io
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +148,16 @@ def params(side: str, entry: str) -> list[Any]:
 FOREIGN = ("langchain", "llamaindex")
 
 
+def entry_params(side: str, entries: Any, *, excluded: Callable[[dict[str, Any], str], bool]) -> list[Any]:
+    """``(item, entry)`` pairs for every entry point that can express the item (no pair is generated to be skipped)."""
+    return [
+        pytest.param(p.values[0], entry, id=f"{p.id}-{entry}")
+        for entry in entries
+        for p in params(side, side)
+        if not excluded(p.values[0], entry)
+    ]
+
+
 def test_corpus_shape() -> None:
     """The corpus is one file with 70+ items, unique ids, every item with a side and an expectation."""
     assert len(ITEMS) >= 70
@@ -240,12 +250,12 @@ def hit_cli(item: dict[str, Any], tmp_path: Path) -> AuditRecord:
 HIT_ENTRIES = {"core": hit_core, "langchain": hit_langchain, "llamaindex": hit_llamaindex, "cli": hit_cli}
 
 
-@pytest.mark.parametrize("entry", list(HIT_ENTRIES))
-@pytest.mark.parametrize("item", params("hit", "hit"))
+@pytest.mark.parametrize(
+    ("item", "entry"),
+    entry_params("hit", HIT_ENTRIES, excluded=lambda item, entry: entry in item.get("skip", [])),
+)
 def test_hostile_hit_is_rejected_with_a_reason(item: dict[str, Any], entry: str, tmp_path: Path) -> None:
     """A hostile hit is rejected with an expected reason; the control hit still passes; no text in the audit."""
-    if entry in item.get("skip", []):
-        pytest.skip("not expressible at this entry point")
     fn = HIT_ENTRIES[entry]
     record = fn(item, tmp_path) if entry == "cli" else fn(item)  # type: ignore[operator]
     assert list(record.accepted_ids) == ["control"], record.accepted_ids
@@ -647,12 +657,14 @@ READ_ENTRIES = {
 }
 
 
-@pytest.mark.parametrize("entry", list(READ_ENTRIES))
-@pytest.mark.parametrize("item", params("query", "query"))
+def _query_excluded(item: dict[str, Any], entry: str) -> bool:
+    skip = item.get("skip", [])
+    return entry in skip or (entry.startswith("mcp") and "mcp" in skip)
+
+
+@pytest.mark.parametrize(("item", "entry"), entry_params("query", READ_ENTRIES, excluded=_query_excluded))
 def test_hostile_query(item: dict[str, Any], entry: str, stores: dict[str, MemoryStore]) -> None:
     """A hostile query is a typed error or returns only in-scope, never-held memories; no text leaks."""
-    if entry in item.get("skip", []) or (entry.startswith("mcp") and "mcp" in item.get("skip", [])):
-        pytest.skip("not expressible at this entry point")
     store = stores["query"]
     before = memory_ids(store)
     error: BaseException | None = None
@@ -688,14 +700,17 @@ def cli_scope(scope: Any) -> str | None:
     return ",".join(f"{names[k]}={v}" for k, v in scope.items())
 
 
-@pytest.mark.parametrize("item", params("query", "cli"))
+def _on_a_command_line(item: dict[str, Any]) -> bool:
+    return cli_scope(query_scope(item)) is not None and isinstance(item["query"]["text"], str)
+
+
+@pytest.mark.parametrize("item", [p for p in params("query", "cli") if _on_a_command_line(p.values[0])])
 def test_hostile_query_cli(item: dict[str, Any], cli_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`recall-gate query`: exit 0 with only in-scope memories, or a clean exit 2; no text on stderr."""
     scope = query_scope(item)
     arg = cli_scope(scope)
     text = item["query"]["text"]
-    if arg is None or not isinstance(text, str):
-        pytest.skip("not expressible on a command line")
+    assert arg is not None and isinstance(text, str)
     out = utf8_stream()
     code = cli_main(["query", "--store", str(cli_store), "--scope", arg, "--json", text], out=out)
     err = capsys.readouterr().err

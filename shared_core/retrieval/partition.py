@@ -1,35 +1,60 @@
-"""The in-process view of one scope partition: records, vectors, tokens and a BM25 index.
+"""The in-process view of one scope partition: records, vectors and an incremental BM25 index.
 
 Derived from Chroma (the source of truth) and rebuildable from it at any time (H2). A partition is
-``(memory space, route, owner bucket)``. Writes change a partition incrementally (the tokens of a
-memory are computed once, when it is written); the immutable :class:`PartitionView` that queries
-read (id list, vector matrix, BM25 index) is rebuilt lazily on the next query after a change, and a
-write to one partition never touches another.
+``(memory space, route, owner bucket)``; a write to one partition never touches another.
+
+**Incremental** (issue 14): a write, a correction or a forget changes the partition in place, in
+time proportional to the memories it touches: vectors live in a row buffer with spare capacity;
+BM25 postings (term -> rows, term frequencies), document lengths and frequencies are updated per
+memory, IDF and length norms computed at query time; records are kept as stored (document + flat
+metadata) and decoded only when a query or the write gate needs one.
+
+**Snapshots.** Queries read an immutable :class:`PartitionView` without locks. A view shares the
+partition's buffers: appends write past the rows a view sees, and an in-place change (a row
+replaced or moved) first copies a buffer a view was handed (copy-on-write).
+
+**Exactly rank-bm25's scores.** :class:`PostingsBM25` reproduces ``LuceneBM25Okapi`` of
+:mod:`.bm25` (``K1``, ``B``, ``lucene_idf`` from there) term by term with the same floating-point
+expression, bit for bit (tested against ``BM25Partition`` under random writes and deletes). It
+lives here because ``BM25Partition`` has no incremental API yet; the ``bm25s`` engine keeps the
+rebuild-on-change path.
 
 Why an in-process view and not Chroma's HNSW for every query: a scope usually holds hundreds to
-thousands of memories, where an exact dot product over the partition's matrix is both faster and
-exact, and BM25 needs the partition's tokens in memory anyway. Stores configured with
-``vector_search="chroma"`` ask Chroma for the vector ranking instead (with the scope in ``where``).
+thousands of memories, where an exact dot product is both faster and exact, and BM25 needs the
+postings in memory anyway (``vector_search="chroma"`` asks Chroma for the vector ranking instead).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..model import MemoryRecord
+from ..model import MemoryRecord, encode_record, record_from_metadata
 from ..text import tokenize
-from .bm25 import BM25Engine, BM25Partition
+from .bm25 import K1, B, BM25Engine, BM25Partition, CorpusStats, lucene_idf
 
-__all__ = ["Partition", "PartitionKey", "PartitionView", "record_text"]
+__all__ = [
+    "Partition",
+    "PartitionKey",
+    "PartitionView",
+    "PostingsBM25",
+    "StoredRow",
+    "record_text",
+]
 
 PartitionKey = tuple[str, str, str]
 """(memory_space_id, route or "", bucket)."""
+Postings = dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]]
+"""term -> (rows holding it, its frequency in each)."""
+
+_EMPTY_TOKEN = ""  # rank-bm25 divides by the average length: an empty memory gets one empty token
 
 
 def record_text(record: MemoryRecord) -> str:
@@ -37,16 +62,265 @@ def record_text(record: MemoryRecord) -> str:
     return f"{record.title}\n{record.body}" if record.title else record.body
 
 
+class StoredRow:
+    """One memory as stored: a decoded record, or the document and flat metadata to decode lazily.
+
+    Args:
+        record: the record, if already decoded.
+        mid: its id (with ``document`` and ``meta``, when not decoded).
+        document: the stored document (the body).
+        meta: the stored flat metadata (:mod:`shared_core.model.codec`).
+    """
+
+    __slots__ = ("_doc", "_meta", "_record", "_sets", "_size", "mid")
+
+    def __init__(
+        self,
+        record: MemoryRecord | None = None,
+        *,
+        mid: str | None = None,
+        document: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._record = record
+        self.mid: str = record.id if record is not None else str(mid)
+        self._doc = document
+        self._meta = meta
+        self._sets: frozenset[str] | None = None
+        self._size = -1
+
+    @classmethod
+    def stored(cls, mid: str, document: str | None, meta: Mapping[str, Any]) -> StoredRow:
+        """A row from Chroma's (or a snapshot's) id, document and metadata."""
+        return cls(mid=mid, document=document or "", meta=meta)
+
+    @property
+    def record(self) -> MemoryRecord:
+        """The decoded record (validated once, then kept)."""
+        if self._record is None:
+            self._record = record_from_metadata(self.mid, self._doc, self._meta or {})
+        return self._record
+
+    def field(self, name: str) -> Any:
+        """A record field without decoding the record (raw stored value when not decoded)."""
+        if self._record is not None:
+            value = getattr(self._record, name)
+            return getattr(value, "value", value)
+        if name == "body":
+            return self._doc or ""
+        if name == "supersedes":
+            raw = (self._meta or {}).get("supersedes")
+            if not isinstance(raw, str) or raw == "[]" or not raw.startswith("["):
+                return ()
+            return tuple(json.loads(raw))
+        return (self._meta or {}).get(name)
+
+    def time(self, name: str) -> float:
+        """Epoch seconds of a time field (``created_at`` / ``updated_at``), 0.0 when unset."""
+        if self._record is not None:
+            value = getattr(self._record, name)
+            return float(value.timestamp()) if value is not None else 0.0
+        raw = (self._meta or {}).get(f"{name}_ts")
+        return float(raw) if isinstance(raw, (int, float)) else 0.0
+
+    def text(self) -> str:
+        """Title and body, as :func:`record_text` gives them."""
+        if self._record is not None:
+            return record_text(self._record)
+        title = (self._meta or {}).get("title") or ""
+        return f"{title}\n{self._doc or ''}" if title else (self._doc or "")
+
+    def tokens(self) -> list[str]:
+        """The BM25 tokens of the row's text."""
+        return tokenize(self.text())
+
+    def token_set(self) -> frozenset[str]:
+        """The distinct tokens (kept once computed: only hits ask for it)."""
+        if self._sets is None:
+            self._sets = frozenset(self.tokens())
+        return self._sets
+
+    def keep_token_set(self, tokens: list[str]) -> None:
+        """Keep the distinct tokens already computed (a bulk load tokenises every row anyway)."""
+        if self._sets is None:
+            self._sets = frozenset(tokens)
+
+    def encoded(self) -> tuple[str, dict[str, Any]]:
+        """The document and flat metadata to store (the codec's, or as loaded)."""
+        if self._meta is not None:
+            return self._doc or "", dict(self._meta)
+        return encode_record(self.record)
+
+    def owner(self) -> tuple[Any, ...]:
+        """``(space, user, agent, route)`` of the memory."""
+        return tuple(self.field(f) for f in ("memory_space_id", "user_id", "agent_id", "route_id"))
+
+    def nbytes(self) -> int:
+        """A rough, stable size in process memory (text, metadata, room for the decoded record)."""
+        if self._size < 0:
+            if self._record is not None:
+                self._size = 1800 + 2 * (len(self._record.body) + len(self._record.title))
+            else:
+                self._size = 1800 + 2 * len(self._doc or "") + 120 * len(self._meta or ())
+        return self._size
+
+
+class _RecordSeq(Sequence[MemoryRecord]):
+    """The records of a view, decoded on access; supersede links derived from successors (L1).
+
+    A memory that another memory of the same partition and owner lists in ``supersedes`` is
+    superseded even if its own ``superseded_by`` was lost to a race between two writers (Chroma
+    has no multi-record transactions): the link only ever lowers a memory, never raises one.
+    """
+
+    def __init__(self, rows: list[StoredRow], succ: Mapping[str, str], pos: Mapping[str, int]) -> None:
+        self._rows = rows
+        self._succ = succ
+        self._pos = pos
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        row = self._rows[i]
+        rec = row.record
+        if rec.superseded_by is None and self._succ:
+            nxt = self._succ.get(rec.id)
+            j = self._pos.get(nxt) if nxt is not None else None
+            if j is not None and self._rows[j].owner() == row.owner():
+                return rec.model_copy(update={"superseded_by": nxt})
+        return rec
+
+    def __iter__(self) -> Iterator[MemoryRecord]:
+        for i in range(len(self._rows)):
+            yield self[i]
+
+
+class _DocSets(Sequence[frozenset[str]]):
+    """Token sets of a view's memories, computed for the rows a query asks about only."""
+
+    def __init__(self, rows: list[StoredRow]) -> None:
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [r.token_set() for r in self._rows[i]]
+        return self._rows[i].token_set()
+
+
+class _DocFreq(Mapping[str, int]):
+    """Document frequency per term, read from a postings snapshot."""
+
+    def __init__(self, postings: Mapping[str, tuple[NDArray[np.int64], NDArray[np.float64]]]) -> None:
+        self._p = postings
+
+    def __getitem__(self, term: str) -> int:
+        if term == _EMPTY_TOKEN or term not in self._p:
+            raise KeyError(term)
+        return int(self._p[term][0].size)
+
+    def __contains__(self, term: object) -> bool:
+        return term != _EMPTY_TOKEN and term in self._p
+
+    def __iter__(self) -> Iterator[str]:
+        return (t for t in self._p if t != _EMPTY_TOKEN)
+
+    def __len__(self) -> int:
+        return len(self._p) - (1 if _EMPTY_TOKEN in self._p else 0)
+
+
+class PostingsBM25:
+    """An immutable BM25 snapshot over postings (the interface of ``BM25Partition``).
+
+    Scores are rank-bm25's ``LuceneBM25Okapi`` scores, computed the same way (see module docstring).
+    """
+
+    def __init__(
+        self,
+        ids: Sequence[str],
+        rows: list[StoredRow],
+        postings: Mapping[str, tuple[NDArray[np.int64], NDArray[np.float64]]],
+        doc_len: NDArray[np.float64],
+        total_len: int,
+    ) -> None:
+        self.ids = ids
+        self.engine: BM25Engine = "rank_bm25"
+        self._postings = postings
+        self._doc_len = doc_len
+        self._total = total_len
+        self._norm: NDArray[np.float64] | None = None
+        self.doc_sets: Sequence[frozenset[str]] = _DocSets(rows)
+        self.df: Mapping[str, int] = _DocFreq(postings)
+        self.stats = CorpusStats(n_docs=len(ids), df=self.df, total_len=total_len)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def scores(self, query_tokens: Sequence[str]) -> NDArray[np.float64]:
+        """Raw BM25 score of every memory in the partition (unbounded, >= 0)."""
+        n = len(self.ids)
+        if not n or not query_tokens:
+            return np.zeros(n)
+        if self._norm is None:
+            avgdl = self._total / n
+            self._norm = K1 * (1 - B + B * self._doc_len / avgdl)
+        norm = self._norm
+        score = np.zeros(n)
+        for q in query_tokens:
+            posting = self._postings.get(q)
+            if posting is None:
+                continue
+            docs, tf = posting
+            idf = lucene_idf(n, int(docs.size))
+            score[docs] += idf * (tf * (K1 + 1) / (tf + norm[docs]))
+        return score
+
+    def scores_with(self, query_tokens: Sequence[str], stats: CorpusStats) -> NDArray[np.float64]:
+        """BM25 of every memory with the statistics ``stats`` of a corpus this partition is part of.
+
+        The same expression as ``BM25Partition.scores_with`` (a scope's partitions scored as one
+        corpus, H1); with the partition's own ``stats`` it equals :meth:`scores`.
+        """
+        n = len(self.ids)
+        out = np.zeros(n)
+        if not n or not query_tokens:
+            return out
+        norm = K1 * (1 - B + B * self._doc_len / stats.avgdl)
+        for q in query_tokens:
+            posting = self._postings.get(q)
+            if posting is None:
+                continue
+            docs, tf = posting
+            idf = lucene_idf(stats.n_docs, int(stats.df.get(q, 0)))
+            out[docs] += idf * (tf * (K1 + 1) / (tf + norm[docs]))
+        return out
+
+    def top(self, query_tokens: Sequence[str], k: int) -> list[tuple[int, float]]:
+        """Indices and raw scores of the best ``k`` memories with a positive score."""
+        s = self.scores(query_tokens)
+        if s.size == 0:
+            return []
+        k = min(k, s.size)
+        idx = np.argpartition(-s, k - 1)[:k]
+        idx = idx[np.argsort(-s[idx], kind="stable")]
+        return [(int(i), float(s[i])) for i in idx if s[i] > 0.0]
+
+
 @dataclass(frozen=True)
 class PartitionView:
     """An immutable snapshot of a partition that queries read without locks."""
 
-    ids: tuple[str, ...]
-    records: tuple[MemoryRecord, ...]
+    ids: Sequence[str]
+    records: Sequence[MemoryRecord]
     matrix: NDArray[np.float32]
-    bm25: BM25Partition
+    bm25: Any  # PostingsBM25, or BM25Partition for the bm25s engine (same interface)
     version: int
-    pos: dict[str, int] = field(default_factory=dict)
+    pos: Mapping[str, int] = field(default_factory=dict)
 
     def similarities(self, vector: NDArray[np.float32]) -> NDArray[np.float32]:
         """Cosine of every memory with a unit ``vector`` (rows are unit vectors).
@@ -59,90 +333,325 @@ class PartitionView:
         return sims
 
     @property
-    def doc_sets(self) -> list[frozenset[str]]:
+    def doc_sets(self) -> Sequence[frozenset[str]]:
         """Token set of each memory (for the bounded lexical score)."""
-        return self.bm25.doc_sets
+        sets: Sequence[frozenset[str]] = self.bm25.doc_sets
+        return sets
 
     @property
-    def df(self) -> Counter[str]:
+    def df(self) -> Mapping[str, int]:
         """Document frequency per term in this partition."""
-        return self.bm25.df
+        df: Mapping[str, int] = self.bm25.df
+        return df
 
 
 class Partition:
-    """Mutable state of one partition; thread-safe."""
+    """Mutable state of one partition, changed in place; thread-safe (see module docstring).
+
+    Args:
+        key: the partition.
+        dimension: the embedding's dimension.
+        engine: ``"rank_bm25"`` (incremental postings) or ``"bm25s"`` (rebuilt after a change).
+    """
 
     def __init__(self, key: PartitionKey, dimension: int, *, engine: BM25Engine) -> None:
         self.key = key
         self.dimension = dimension
         self.engine: BM25Engine = engine
-        self._records: dict[str, MemoryRecord] = {}
-        self._vectors: dict[str, NDArray[np.float32]] = {}
-        self._tokens: dict[str, list[str]] = {}
+        self._ids: list[str] = []
+        self._rows: list[StoredRow] = []
+        self._pos: dict[str, int] = {}
+        self._buf = np.zeros((0, dimension), dtype=np.float32)
+        self._dl = np.zeros(0, dtype=np.float64)
+        self._total = 0
+        self._post: Postings = {}
+        self._succ: dict[str, str] = {}
+        self._rbytes = 0
+        self._published = False  # a view shares the buffers: copy before an in-place change
+        self._post_published = False
         self._version = 0
         self._view: PartitionView | None = None
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self._ids)
+
+    def __contains__(self, mid: object) -> bool:
+        return mid in self._pos
+
+    @property
+    def version(self) -> int:
+        """Incremented by every change."""
+        return self._version
 
     def ids(self) -> set[str]:
         """Ids currently in the partition."""
         with self._lock:
-            return set(self._records)
+            return set(self._ids)
 
     def get(self, mid: str) -> tuple[MemoryRecord, NDArray[np.float32]] | None:
         """A memory and its vector, if present."""
         with self._lock:
-            rec = self._records.get(mid)
-            return None if rec is None else (rec, self._vectors[mid])
+            i = self._pos.get(mid)
+            return None if i is None else (self._rows[i].record, self._buf[i].copy())
 
-    def records(self) -> list[MemoryRecord]:
-        """All memories of the partition."""
+    def select(self, predicate: Callable[[StoredRow], bool]) -> list[MemoryRecord]:
+        """Records of the rows a predicate on stored fields accepts (only those are decoded)."""
         with self._lock:
-            return list(self._records.values())
+            rows = list(self._rows)
+        return [r.record for r in rows if predicate(r)]
 
-    def upsert(self, records: Sequence[MemoryRecord], vectors: NDArray[np.float32]) -> None:
-        """Add or replace memories (vectors must be L2-normalised, aligned with ``records``)."""
+    def newest(self) -> MemoryRecord | None:
+        """The memory with the latest creation time (``created_at``, else ``updated_at``; then id)."""
         with self._lock:
-            for rec, vec in zip(records, vectors, strict=True):
-                self._records[rec.id] = rec
-                self._vectors[rec.id] = np.asarray(vec, dtype=np.float32)
-                self._tokens[rec.id] = tokenize(record_text(rec))
-            self._version += 1
-            self._view = None
+            rows = list(self._rows)
+        best = max(rows, key=lambda r: (r.time("created_at") or r.time("updated_at"), r.mid), default=None)
+        return best.record if best is not None else None
+
+    def nbytes(self) -> int:
+        """A rough size of the partition in process memory (vectors, postings, rows), kept up to date."""
+        with self._lock:
+            post = 16 * self._total + 150 * len(self._post)
+            return int(self._buf.nbytes + self._dl.nbytes + post + self._rbytes + 100 * len(self._ids))
+
+    # -- bulk load and snapshots ----------------------------------------------------------------
+
+    def load(self, rows: Sequence[StoredRow], vectors: NDArray[np.float32]) -> None:
+        """Fill an empty partition in one pass (postings built in bulk, not row by row)."""
+        vecs = np.asarray(vectors, dtype=np.float32).reshape(len(rows), self.dimension)
+        rows_t: dict[str, list[int]] = {}
+        tfs_t: dict[str, list[float]] = {}
+        dl = np.zeros(max(16, len(rows)), dtype=np.float64)
+        total = 0
+        for i, row in enumerate(rows):
+            raw = row.tokens()
+            row.keep_token_set(raw)
+            toks = raw or [_EMPTY_TOKEN]
+            dl[i] = float(len(toks))
+            total += len(toks)
+            if self.engine == "rank_bm25":
+                for term, tf in Counter(toks).items():
+                    rows_t.setdefault(term, []).append(i)
+                    tfs_t.setdefault(term, []).append(float(tf))
+        postings = {
+            t: (np.asarray(rows_t[t], dtype=np.int64), np.asarray(tfs_t[t], dtype=np.float64)) for t in rows_t
+        }
+        self.restore(rows, vecs, dl[: len(rows)], total, postings)
+
+    def restore(
+        self,
+        rows: Sequence[StoredRow],
+        vectors: NDArray[np.float32],
+        doc_len: NDArray[np.float64],
+        total: int,
+        postings: Postings,
+    ) -> None:
+        """Fill an empty partition from its parts (a snapshot, or :meth:`load`)."""
+        with self._lock:
+            if self._ids:
+                raise ValueError("restore() needs an empty partition")
+            n = len(rows)
+            cap = max(16, n + n // 8)
+            self._buf = np.zeros((cap, self.dimension), dtype=np.float32)
+            self._buf[:n] = vectors
+            self._dl = np.zeros(cap, dtype=np.float64)
+            self._dl[:n] = doc_len
+            self._total = total
+            self._post = postings
+            self._rows = list(rows)
+            self._rbytes = sum(r.nbytes() for r in self._rows)
+            self._ids = [r.mid for r in self._rows]
+            self._pos = {m: i for i, m in enumerate(self._ids)}
+            if len(self._pos) != n:
+                raise ValueError("duplicate ids in a partition")
+            for row in self._rows:
+                if row.field("supersedes"):
+                    self._link(row)
+            self._changed()
+
+    def export(
+        self,
+    ) -> tuple[list[str], NDArray[np.float32], list[StoredRow], NDArray[np.float64], int, Postings]:
+        """Ids, vectors, rows, document lengths, total length and postings (copies; for snapshots)."""
+        with self._lock:
+            n = len(self._ids)
+            return (
+                list(self._ids),
+                self._buf[:n].copy(),
+                list(self._rows),
+                self._dl[:n].copy(),
+                self._total,
+                dict(self._post),
+            )
+
+    # -- changes --------------------------------------------------------------------------------
+
+    def upsert(self, records: Sequence[MemoryRecord | StoredRow], vectors: NDArray[np.float32]) -> None:
+        """Add or replace memories (vectors L2-normalised, aligned with ``records``)."""
+        rows = [r if isinstance(r, StoredRow) else StoredRow(r) for r in records]
+        vecs = np.asarray(vectors, dtype=np.float32).reshape(len(rows), self.dimension)
+        with self._lock:
+            self._reserve(len(self._ids) + len(rows))
+            for row, vec in zip(rows, vecs, strict=True):
+                i = self._pos.get(row.mid)
+                if i is not None:
+                    old = self._rows[i]
+                    same_text = old.text() == row.text()
+                    if not np.array_equal(self._buf[i], vec):
+                        self._own_buffers()
+                        self._buf[i] = vec
+                    if not same_text:
+                        self._unindex(i, old.tokens())
+                        self._index(i, row.tokens())
+                    self._unlink(old)
+                    self._rbytes += row.nbytes() - old.nbytes()
+                    self._rows[i] = row
+                else:
+                    i = len(self._ids)
+                    self._ids.append(row.mid)
+                    self._rows.append(row)
+                    self._rbytes += row.nbytes()
+                    self._pos[row.mid] = i
+                    self._buf[i] = vec
+                    self._dl[i] = 0.0
+                    self._index(i, row.tokens())
+                self._link(row)
+            self._changed()
 
     def remove(self, ids: Iterable[str]) -> int:
         """Remove memories by id; returns how many were present."""
+        n = 0
         with self._lock:
-            n = 0
             for mid in ids:
-                if self._records.pop(mid, None) is not None:
-                    n += 1
-                self._vectors.pop(mid, None)
-                self._tokens.pop(mid, None)
+                i = self._pos.get(mid)
+                if i is None:
+                    continue
+                n += 1
+                self._own_buffers()
+                row = self._rows[i]
+                self._rbytes -= row.nbytes()
+                self._unindex(i, row.tokens())
+                self._unlink(row)
+                last = len(self._ids) - 1
+                if i != last:  # move the last row into the hole
+                    moved = self._rows[last]
+                    self._buf[i] = self._buf[last]
+                    self._renumber(last, i, moved.tokens())
+                    self._dl[i] = self._dl[last]
+                    self._ids[i], self._rows[i] = moved.mid, moved
+                    self._pos[moved.mid] = i
+                self._ids.pop()
+                self._rows.pop()
+                del self._pos[mid]
             if n:
-                self._version += 1
-                self._view = None
-            return n
+                self._changed()
+        return n
 
     def view(self) -> PartitionView:
-        """The current snapshot, rebuilt if the partition changed since the last one."""
+        """The current snapshot (a new one only after a change)."""
         with self._lock:
             if self._view is None:
-                ids = tuple(sorted(self._records))
-                matrix = (
-                    np.stack([self._vectors[i] for i in ids]).astype(np.float32, copy=False)
-                    if ids
-                    else np.zeros((0, self.dimension), dtype=np.float32)
-                )
-                bm25 = BM25Partition(ids, [self._tokens[i] for i in ids], engine=self.engine)
+                n = len(self._ids)
+                ids = tuple(self._ids)
+                rows = list(self._rows)
+                pos = dict(self._pos)
+                matrix = self._buf[:n]
+                if self.engine == "rank_bm25":
+                    bm25: Any = PostingsBM25(ids, rows, self._post, self._dl[:n], self._total)
+                    self._post_published = True
+                else:
+                    bm25 = BM25Partition(ids, [r.tokens() for r in rows], engine=self.engine)
+                self._published = True
                 self._view = PartitionView(
                     ids=ids,
-                    records=tuple(self._records[i] for i in ids),
+                    records=_RecordSeq(rows, dict(self._succ), pos),
                     matrix=matrix,
                     bm25=bm25,
                     version=self._version,
-                    pos={mid: i for i, mid in enumerate(ids)},
+                    pos=pos,
                 )
             return self._view
+
+    # -- internals (called with the lock held) --------------------------------------------------
+
+    def _changed(self) -> None:
+        self._version += 1
+        self._view = None
+
+    def _reserve(self, n: int) -> None:
+        cap = self._buf.shape[0]
+        if n <= cap:
+            return
+        new_cap = max(n, 16, cap * 2)
+        buf = np.zeros((new_cap, self.dimension), dtype=np.float32)
+        buf[: len(self._ids)] = self._buf[: len(self._ids)]
+        dl = np.zeros(new_cap, dtype=np.float64)
+        dl[: len(self._ids)] = self._dl[: len(self._ids)]
+        self._buf, self._dl = buf, dl
+        self._published = False  # views keep the old buffers
+
+    def _own_buffers(self) -> None:
+        if self._published:
+            self._buf = self._buf.copy()
+            self._dl = self._dl.copy()
+            self._published = False
+
+    def _own_postings(self) -> None:
+        if self._post_published:
+            self._post = dict(self._post)
+            self._post_published = False
+
+    def _index(self, i: int, tokens: list[str]) -> None:
+        toks = tokens or [_EMPTY_TOKEN]
+        if self._published and self._dl[i] != 0.0:
+            self._own_buffers()
+        self._dl[i] = float(len(toks))
+        self._total += len(toks)
+        if self.engine != "rank_bm25":
+            return
+        self._own_postings()
+        for term, tf in Counter(toks).items():
+            got = self._post.get(term)
+            if got is None:
+                self._post[term] = (np.array([i], dtype=np.int64), np.array([float(tf)]))
+            else:
+                self._post[term] = (np.append(got[0], i), np.append(got[1], float(tf)))
+
+    def _unindex(self, i: int, tokens: list[str]) -> None:
+        toks = tokens or [_EMPTY_TOKEN]
+        self._total -= len(toks)
+        if self.engine != "rank_bm25":
+            return
+        self._own_postings()
+        for term in set(toks):
+            got = self._post.get(term)
+            if got is None:
+                continue
+            keep = got[0] != i
+            if keep.all():
+                continue
+            if not keep.any():
+                del self._post[term]
+            else:
+                self._post[term] = (got[0][keep], got[1][keep])
+
+    def _renumber(self, old: int, new: int, tokens: list[str]) -> None:
+        if self.engine != "rank_bm25":
+            return
+        self._own_postings()
+        for term in set(tokens or [_EMPTY_TOKEN]):
+            got = self._post.get(term)
+            if got is None:
+                continue
+            rows = got[0].copy()
+            rows[rows == old] = new
+            self._post[term] = (rows, got[1])
+
+    def _link(self, row: StoredRow) -> None:
+        for old in row.field("supersedes") or ():
+            self._succ[str(old)] = row.mid
+
+    def _unlink(self, row: StoredRow) -> None:
+        for old in row.field("supersedes") or ():
+            if self._succ.get(str(old)) == row.mid:
+                del self._succ[str(old)]

@@ -1,13 +1,25 @@
-"""``ChromaBackend``: the memory store's collections, partitions and two-index commit (H2, R1).
+"""``ChromaBackend``: the memory store's collections, coherent partitions and commit (H2, H3, R1).
 
 One collection per memory space (cosine space); inside it, partitions by route and owner bucket
 (:mod:`shared_core.model.codec`). Each partition touched is mirrored in process
-(:class:`~shared_core.retrieval.partition.Partition`: records, vectors, BM25), derived from Chroma
-and rebuildable from it at any time.
+(:class:`~shared_core.retrieval.partition.Partition`: records, vectors, BM25 postings), derived
+from Chroma, updated in place by writes, and rebuildable from Chroma at any time.
 
-Consistency (DESIGN "Consistency of the two indexes"): writes are idempotent upserts by id,
-applied to Chroma first and then to the in-process partitions; if the second step fails the
-space's partitions are dropped and rebuilt from Chroma on next use, so the two never diverge.
+**Coherence** (the protocol is :mod:`.sync`): every commit stamps its memories with this
+writer's id and sequence number and moves the space's head; before a query or a write uses a
+space, the backend reads that space's heads (one small round trip) and applies what moved as a
+delta. So a client sees every other client's writes, corrections, approvals and forgets at its
+next call, without ``refresh()``; a head it cannot read fails the call (fail closed: a cached
+partition is never served as fresh after a missed change). Within one store call
+(:meth:`ChromaBackend.operation`) a space is checked once.
+
+**Commit** (both indexes or neither): per space, the change record and pending head, the upserts
+and deletes in Chroma, the in-process partitions, then the done head. If a Chroma call fails, the
+space's partitions are dropped and rebuilt from Chroma on next use.
+
+**Memory**: with ``cache_bytes`` the partitions held are kept under that many bytes (estimated),
+least recently used first out; an evicted partition reloads (from its snapshot, :mod:`.snapshot`,
+then the change feed) on next use.
 
 This class is the store's :class:`~shared_core.write.target.WriteTarget`. It is internal to
 :class:`~shared_core.store.MemoryStore`, which hands it to its write gate and exposes no way to
@@ -16,11 +28,12 @@ write through it (W1).
 
 from __future__ import annotations
 
-import threading
+import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,20 +48,22 @@ from ..model import (
     Visibility,
     bucket_of,
     encode_record,
-    partition_where,
     record_from_metadata,
     scope_where,
 )
 from ..retrieval.bm25 import BM25Engine
-from ..retrieval.partition import Partition, PartitionView, record_text
+from ..retrieval.partition import Partition, PartitionView, StoredRow, record_text
 from ..write.target import PartitionKey, partition_key
-from .chroma import READ_RETRIES, check_collection_embedding, chroma_call, collection_name
+from .cache import PartitionCache, key_of
+from .chroma import READ_RETRIES, DiskGuard, chroma_call
+from .collections import Collections
+from .sync import SEQ_KEY, W_KEY, ChangeFeed, ChromaFeedStorage, SqliteFeedStorage
 
 __all__ = ["ChromaBackend"]
 
 
 class ChromaBackend:
-    """Collections and in-process partitions of one store; thread-safe.
+    """Collections and coherent in-process partitions of one store; thread-safe.
 
     Args:
         client: the Chroma client (persistent, ephemeral or HTTP).
@@ -56,6 +71,11 @@ class ChromaBackend:
         embedder: the store's embedding.
         bm25_engine: BM25 implementation of the partitions.
         read_only: refuse :meth:`commit`.
+        folder: the embedded store's folder (disk-space guard, snapshots); ``None`` otherwise.
+        cache_bytes: byte budget of the partitions held in process (LRU); ``None``: unbounded.
+        writer_id: this writer's change-feed id (default: random).
+        reopen: ``() -> client``: a fresh client, for a read-only embedded reader whose Chroma
+            cannot read vectors another process wrote (chromadb 1.5.9 "Error finding id").
     """
 
     def __init__(
@@ -66,84 +86,53 @@ class ChromaBackend:
         embedder: Embedder,
         bm25_engine: BM25Engine,
         read_only: bool = False,
+        folder: Path | None = None,
+        cache_bytes: int | None = None,
+        writer_id: str | None = None,
+        reopen: Callable[[], Any] | None = None,
     ) -> None:
-        self.client = client
         self.prefix = prefix
         self.embedder = embedder
         self.bm25_engine: BM25Engine = bm25_engine
         self.read_only = read_only
-        self._collections: dict[str, Any] = {}
-        self._parts: dict[PartitionKey, Partition] = {}
-        self._mutex = threading.RLock()
+        self.cols = Collections(client, prefix=prefix, embedder=embedder, read_only=read_only, reopen=reopen)
+        storage: ChromaFeedStorage | SqliteFeedStorage = (
+            SqliteFeedStorage(folder / "feed.sqlite3", read_only=read_only)
+            if folder is not None
+            else ChromaFeedStorage(lambda: self.cols.client, prefix=prefix, read_only=read_only)
+        )
+        self.feed = ChangeFeed(storage, writer_id=writer_id)
+        self.cols.on_reopen.append(self.feed.clear_cache)
+        self.cache = PartitionCache(
+            self.cols,
+            self.feed,
+            dimension=int(embedder.dimension),
+            engine=bm25_engine,
+            snapshots=folder / "cache" if folder is not None else None,
+            cache_bytes=cache_bytes,
+        )
+        self._guard = DiskGuard(folder / "chroma") if folder is not None and not read_only else None
+
+    @property
+    def client(self) -> Any:
+        """The current Chroma client."""
+        return self.cols.client
 
     def clear(self) -> None:
-        """Drop every cache (collections and partitions)."""
-        with self._mutex:
-            self._parts.clear()
-            self._collections.clear()
+        """Drop every cache (collections, partitions, change-feed state)."""
+        self.cache.clear()
+        self.cols.clear()
 
-    # -- collections ----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Save the snapshots of changed partitions (the writer of an embedded store), then clear."""
+        self.cache.close()
+        self.cols.clear()
+        if isinstance(self.feed.storage, SqliteFeedStorage):
+            self.feed.storage.close()
 
-    def collection(self, space: str, *, create: bool) -> Any:
-        """The collection of a memory space (``None`` when absent and not ``create``)."""
-        with self._mutex:
-            col = self._collections.get(space)
-            if col is not None:
-                return col
-            name = collection_name(self.prefix, space)
-            if create:
-                meta = {
-                    "hnsw:space": "cosine",
-                    "rg_space": space,
-                    "rg_prefix": self.prefix,
-                    "rg_embedding": self.embedder.name,
-                    "rg_dim": int(self.embedder.dimension),
-                }
-                col = chroma_call(
-                    "create collection",
-                    lambda: self.client.get_or_create_collection(
-                        name, metadata=meta, embedding_function=None
-                    ),
-                )
-            else:
-                col = chroma_call("get collection", lambda: self._get_collection_or_none(name))
-                if col is None:
-                    return None
-            check_collection_embedding(col.metadata, self.embedder.name, int(self.embedder.dimension), space)
-            self._collections[space] = col
-            return col
-
-    def _get_collection_or_none(self, name: str) -> Any:
-        try:
-            return self.client.get_collection(name, embedding_function=None)
-        except Exception as exc:
-            if type(exc).__name__ in {
-                "NotFoundError",
-                "InvalidCollectionException",
-            } or "does not exist" in str(exc):
-                return None
-            raise
-
-    def spaces(self) -> list[str]:
-        """Every memory space of this store (and only this store's, whatever the server holds)."""
-        cols = chroma_call("list collections", self.client.list_collections)
-        out = []
-        for c in cols:
-            name = c if isinstance(c, str) else c.name
-            if not name.startswith(f"{self.prefix}-"):
-                continue
-            col = (
-                c
-                if not isinstance(c, str)
-                else chroma_call(
-                    "get collection", partial(self.client.get_collection, name, embedding_function=None)
-                )
-            )
-            space = (col.metadata or {}).get("rg_space")
-            # The exact name check keeps stores with prefixes "rg" and "rg-team" apart.
-            if isinstance(space, str) and collection_name(self.prefix, space) == name:
-                out.append(space)
-        return sorted(out)
+    def _writable(self) -> None:
+        if self.read_only:
+            raise StoreError("the store is open read-only")
 
     # -- partitions -----------------------------------------------------------------------------
 
@@ -155,46 +144,49 @@ class ChromaBackend:
         return (scope.memory_space_id, route, private), (scope.memory_space_id, route, SHARED_BUCKET)
 
     def partition(self, key: PartitionKey) -> Partition:
-        """The in-process partition ``key``, loaded from Chroma on first use."""
-        with self._mutex:
-            part = self._parts.get(key)
-            if part is not None:
-                return part
-            part = Partition(key, int(self.embedder.dimension), engine=self.bm25_engine)
-            col = self.collection(key[0], create=False)
-            if col is not None:
-                got = chroma_call(
-                    "load partition",
-                    lambda: col.get(
-                        where=partition_where(key[1] or None, key[2]),
-                        include=["embeddings", "documents", "metadatas"],
-                    ),
-                    retries=READ_RETRIES,
-                )
-                if got["ids"]:
-                    records = [
-                        record_from_metadata(i, d, m)
-                        for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
-                    ]
-                    part.upsert(records, np.asarray(got["embeddings"], dtype=np.float32))
-            self._parts[key] = part
-            return part
+        """The in-process partition ``key``, checked against the change feed (see :mod:`.cache`)."""
+        return self.cache.partition(key)
+
+    def operation(self) -> Any:
+        """One store call: each space it touches is checked against the change feed once."""
+        return self.cache.operation()
 
     def views(self, scope: Scope) -> list[PartitionView]:
         """Snapshots of the scope's two partitions, for a query."""
         priv, shared = self.scope_keys(scope)
-        return [self.partition(priv).view(), self.partition(shared).view()]
+        with self.cache.operation():
+            return [self.partition(priv).view(), self.partition(shared).view()]
 
     def refresh(self, memory_space_id: str | None = None) -> None:
-        """Drop in-process partitions so they are rebuilt from Chroma."""
-        with self._mutex:
-            for key in [k for k in self._parts if memory_space_id in (None, k[0])]:
-                del self._parts[key]
+        """Drop in-process partitions so they are rebuilt from Chroma (never needed for coherence)."""
+        self.cache.refresh(memory_space_id)
 
     def cached_keys(self, memory_space_id: str) -> set[PartitionKey]:
         """Partitions of a space currently held in process."""
-        with self._mutex:
-            return {k for k in self._parts if k[0] == memory_space_id}
+        return self.cache.cached_keys(memory_space_id)
+
+    def indexed_ids(self, memory_space_id: str) -> set[str]:
+        """Every id the in-process partitions hold for a space (after loading them all)."""
+        with self.cache.operation():
+            keys = self.partition_keys(memory_space_id) | self.cached_keys(memory_space_id)
+            return {mid for key in keys for mid in self.partition(key).view().ids}
+
+    def index_state(self, memory_space_id: str) -> dict[str, dict[PartitionKey, set[str]]]:
+        """Ids per partition in Chroma and in the partitions held (brought up to date, none loaded)."""
+        chroma: dict[PartitionKey, set[str]] = {}
+        for rec in self.records_of_space(memory_space_id):
+            chroma.setdefault(partition_key(rec), set()).add(rec.id)
+        with self.cache.operation():
+            loaded = {key: self.partition(key).ids() for key in self.cached_keys(memory_space_id)}
+        return {"chroma": chroma, "loaded": loaded}
+
+    def collection(self, space: str, *, create: bool) -> Any:
+        """The collection of a memory space (``None`` when absent and not ``create``)."""
+        return self.cols.collection(space, create=create)
+
+    def spaces(self) -> list[str]:
+        """Every memory space of this store (and only this store's, whatever the server holds)."""
+        return self.cols.spaces()
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -216,35 +208,40 @@ class ChromaBackend:
         col = self.collection(memory_space_id, create=False)
         if col is None:
             return set()
-        return set(chroma_call("list ids", lambda: col.get(include=[]))["ids"])
+        return set(chroma_call("list ids", lambda: col.get(include=[]), retries=READ_RETRIES)["ids"])
 
     def partition_keys(self, memory_space_id: str) -> set[PartitionKey]:
         """Every partition Chroma holds for a space."""
         col = self.collection(memory_space_id, create=False)
         if col is None:
             return set()
-        metas = chroma_call("list partitions", lambda: col.get(include=["metadatas"]))["metadatas"]
-        return {(memory_space_id, str(m.get("rg_route", "")), str(m.get("rg_bucket", ""))) for m in metas}
+        metas = chroma_call("list partitions", lambda: col.get(include=["metadatas"]), retries=READ_RETRIES)
+        return {key_of(memory_space_id, m) for m in metas["metadatas"]}
 
     def chroma_vector_channel(
         self, scope: Scope, views: Sequence[PartitionView], qv: NDArray[np.float32], n: int
     ) -> tuple[list[str], list[float]]:
         """The vector ranking from Chroma's own index, with the scope in ``where`` (R1)."""
-        col = self.collection(scope.memory_space_id, create=False)
         total = sum(len(v.ids) for v in views)
-        if col is None or total == 0:
+        if total == 0:
             return [], []
-        got = chroma_call(
+        got = self.cols.read(
             "vector query",
-            lambda: col.query(
+            scope.memory_space_id,
+            lambda col: col.query(
                 query_embeddings=[np.asarray(qv, dtype=np.float32)],
                 n_results=min(n, total),
                 where=scope_where(scope),
                 include=["distances"],
             ),
-            retries=READ_RETRIES,
         )
-        return list(got["ids"][0]), [1.0 - float(d) for d in got["distances"][0]]
+        if not got:
+            return [], []
+        known = {m for v in views for m in v.ids}  # the view is the coherent truth: Chroma may lag
+        pairs = [
+            (m, 1.0 - float(d)) for m, d in zip(got["ids"][0], got["distances"][0], strict=True) if m in known
+        ]
+        return [m for m, _ in pairs], [s for _, s in pairs]
 
     # -- the WriteTarget protocol ---------------------------------------------------------------
 
@@ -273,24 +270,19 @@ class ChromaBackend:
 
     def same_attribute(self, record: MemoryRecord) -> list[MemoryRecord]:
         """Active memories of the partition with the record's entity and attribute (L1)."""
-        return sorted(
-            (
-                r
-                for r in self.partition(partition_key(record)).records()
-                if r.entity == record.entity
-                and r.attribute == record.attribute
-                and r.superseded_by is None
-                and r.id != record.id
-            ),
-            key=lambda r: (r.updated_at, r.id),
-            reverse=True,
+        found = self.partition(partition_key(record)).select(
+            lambda r: (
+                r.field("entity") == record.entity
+                and r.field("attribute") == record.attribute
+                and r.field("superseded_by") is None
+                and r.mid != record.id
+            )
         )
+        return sorted(found, key=lambda r: (r.updated_at, r.id), reverse=True)
 
     def latest_body(self, key: PartitionKey) -> str | None:
         """Body of the partition's newest memory by creation time."""
-        newest = max(
-            self.partition(key).records(), key=lambda r: (r.created_at or r.updated_at, r.id), default=None
-        )
+        newest = self.partition(key).newest()
         return newest.body if newest is not None else None
 
     def ids_of_source(self, source_record_id: str) -> list[tuple[str, str]]:
@@ -298,6 +290,8 @@ class ChromaBackend:
         out: list[tuple[str, str]] = []
         for space in self.spaces():
             col = self.collection(space, create=False)
+            if col is None:
+                continue
             got = chroma_call(
                 "find source", partial(col.get, where={"source_record_id": source_record_id}, include=[])
             )
@@ -310,6 +304,8 @@ class ChromaBackend:
         ts = now.timestamp()
         for space in self.spaces():
             col = self.collection(space, create=False)
+            if col is None:
+                continue
             got = chroma_call("expired", partial(col.get, where={"expires_at_ts": {"$lte": ts}}, include=[]))
             out.extend((space, m) for m in got["ids"])
         return out
@@ -331,9 +327,13 @@ class ChromaBackend:
         vectors: NDArray[np.float32] | None,
         deletes: Sequence[tuple[str, str]] = (),
     ) -> None:
-        """Apply upserts and deletes to Chroma, then to the partitions (both or neither)."""
-        if self.read_only:
-            raise StoreError("the store is open read-only")
+        """Apply upserts and deletes to Chroma, then to the partitions, one space at a time.
+
+        Raises:
+            StoreError: read-only store, disk too full (before anything is written), or a Chroma
+                failure (each memory then whole or absent; the space's partitions are rebuilt).
+        """
+        self._writable()
         upserts = list(upserts)
         if upserts and vectors is None:
             vectors = self.embed_records(upserts)
@@ -343,42 +343,69 @@ class ChromaBackend:
         del_by_space: dict[str, list[str]] = defaultdict(list)
         for space, mid in deletes:
             del_by_space[space].append(mid)
+        for space in sorted(set(by_space) | set(del_by_space)):
+            idx = by_space.get(space, [])
+            vecs = (
+                np.asarray(vectors[idx], dtype=np.float32)
+                if idx and vectors is not None
+                else np.zeros((0, int(self.embedder.dimension)), dtype=np.float32)
+            )
+            with self.cache.space_lock(space):
+                self._commit_space(
+                    space, [upserts[i] for i in idx], vecs, list(dict.fromkeys(del_by_space.get(space, [])))
+                )
+        # outside every space lock: eviction takes the locks of other spaces
+        self.cache.enforce_budget({partition_key(r) for r in upserts})
 
-        with self._mutex:
-            for space in sorted(set(by_space) | set(del_by_space)):
-                col = self.collection(space, create=True)
-                idx = by_space.get(space, [])
-                touched_ids = [upserts[i].id for i in idx] + del_by_space.get(space, [])
-                previous = self._locate(col, touched_ids)
-                try:
-                    if idx and vectors is not None:
-                        docs, metas = zip(*(encode_record(upserts[i]) for i in idx), strict=True)
-                        chroma_call(
-                            "upsert",
-                            partial(
-                                col.upsert,
-                                ids=[upserts[i].id for i in idx],
-                                embeddings=np.asarray(vectors[idx], dtype=np.float32),
-                                documents=list(docs),
-                                metadatas=list(metas),
-                            ),
-                        )
-                    if del_by_space.get(space):
-                        chroma_call("delete", partial(col.delete, ids=del_by_space[space]))
-                    for mid, key in previous.items():
-                        part = self._parts.get(key)
-                        if part is not None:
-                            part.remove([mid])
-                    for i in idx:
-                        key = partition_key(upserts[i])
-                        if key in self._parts and vectors is not None:
-                            self._parts[key].upsert([upserts[i]], vectors[[i]])
-                except Exception:
-                    # Chroma has the truth, and a failed call (a timeout, say) may still have been
-                    # applied: drop the space's partitions, rebuilt from Chroma on next use.
-                    for key in [k for k in self._parts if k[0] == space]:
-                        del self._parts[key]
-                    raise
+    def _commit_space(
+        self, space: str, records: list[MemoryRecord], vectors: NDArray[np.float32], dels: list[str]
+    ) -> None:
+        col = self.collection(space, create=True)
+        encoded = [encode_record(r) for r in records]
+        if self._guard is not None:
+            payload = int(vectors.nbytes) + 64 * len(dels)
+            payload += sum(len(d.encode("utf-8", "surrogatepass")) + len(json.dumps(m)) for d, m in encoded)
+            self._guard.check("upsert" if records else "delete", payload)
+        previous = self._locate(col, [r.id for r in records] + dels)
+        if dels:  # snapshots hold text: gone before the memories are (erasure, L2)
+            held = {k for k, p in self.cache.held(space).items() if any(m in p for m in dels)}
+            self.cache.forget_snapshots({previous[m] for m in dels if m in previous} | held)
+        seq = self.feed.next_seq()
+        self.feed.begin(space, seq, deletes=dels)
+        try:
+            if records:
+                metas = [{**m, W_KEY: self.feed.writer, SEQ_KEY: seq} for _, m in encoded]
+                chroma_call(
+                    "upsert",
+                    partial(
+                        col.upsert,
+                        ids=[r.id for r in records],
+                        embeddings=vectors,
+                        documents=[d for d, _ in encoded],
+                        metadatas=metas,
+                    ),
+                )
+            if dels:
+                chroma_call("delete", partial(col.delete, ids=dels))
+            parts = self.cache.held(space)
+            for mid in dels:
+                for part in parts.values():
+                    part.remove([mid])
+            for rec, vec in zip(records, vectors, strict=True):
+                key = partition_key(rec)
+                old = previous.get(rec.id)
+                if old is not None and old != key and old in parts:
+                    parts[old].remove([rec.id])
+                target = parts.get(key)
+                if target is not None:
+                    target.upsert([StoredRow(rec)], vec[None, :])
+        except Exception:
+            # Chroma has the truth, and a failed call (a timeout, say) may still have been
+            # applied: drop the space's partitions, rebuilt from Chroma on next use.
+            self.cache.drop_space(space)
+            raise
+        self.feed.end(space, seq)
+        self.cache.committed(space, seq)
 
     def _locate(self, col: Any, ids: Sequence[str]) -> dict[str, PartitionKey]:
         if not ids:
@@ -386,11 +413,7 @@ class ChromaBackend:
         got = chroma_call(
             "locate", lambda: col.get(ids=list(ids), include=["metadatas"]), retries=READ_RETRIES
         )
-        out: dict[str, PartitionKey] = {}
-        for mid, meta in zip(got["ids"], got["metadatas"], strict=True):
-            out[mid] = (
-                str(meta.get("memory_space_id", "")),
-                str(meta.get("rg_route", "")),
-                str(meta.get("rg_bucket", "")),
-            )
-        return out
+        return {
+            mid: key_of(str(meta.get("memory_space_id", "")), meta)
+            for mid, meta in zip(got["ids"], got["metadatas"], strict=True)
+        }

@@ -13,14 +13,26 @@ model's name and dimension, and a store refuses to mix models in one collection.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import EmbeddingError, StoreError, StoreUnavailableError
 
-__all__ = ["READ_RETRIES", "check_collection_embedding", "chroma_call", "collection_name", "set_http_timeout"]
+__all__ = [
+    "READ_RETRIES",
+    "DiskGuard",
+    "check_collection_embedding",
+    "chroma_call",
+    "collection_name",
+    "get_collection_or_none",
+    "is_internal_error",
+    "set_http_timeout",
+]
 
 READ_RETRIES = 2
 """Idempotent reads are retried this many times after an internal Chroma error (see chroma_call)."""
@@ -56,7 +68,18 @@ def _is_unavailable(exc: BaseException) -> bool:
     names = {type(e).__name__ for e in _chain(exc)}
     text = " ".join(str(e) for e in _chain(exc)).lower()
     return bool(
-        names & {"ConnectError", "ConnectTimeout", "ReadTimeout", "RemoteProtocolError", "ConnectionError"}
+        names
+        & {
+            "ConnectError",
+            "ConnectTimeout",
+            "ReadTimeout",
+            "WriteTimeout",
+            "PoolTimeout",
+            "ReadError",  # the server died while answering (killed mid-request)
+            "WriteError",
+            "RemoteProtocolError",
+            "ConnectionError",
+        }
         or isinstance(exc, (ConnectionError, TimeoutError))
         or "connection refused" in text
         or "could not connect" in text
@@ -115,3 +138,79 @@ def set_http_timeout(client: Any, timeout: float | None) -> None:
     session = getattr(getattr(client, "_server", None), "_session", None)
     if isinstance(session, httpx.Client):
         session.timeout = httpx.Timeout(timeout, connect=min(timeout, 5.0) if timeout else None)
+
+
+def get_collection_or_none(client: Any, name: str) -> Any:
+    """A collection by name, or ``None`` when it does not exist (never creates one)."""
+    try:
+        return client.get_collection(name, embedding_function=None)
+    except Exception as exc:
+        if type(exc).__name__ in {"NotFoundError", "InvalidCollectionException"} or "does not exist" in str(
+            exc
+        ):
+            return None
+        raise
+
+
+def is_internal_error(exc: BaseException) -> bool:
+    """True for Chroma's ``InternalError`` (matched by name: chromadb moves its error classes)."""
+    return type(exc).__name__ == "InternalError"
+
+
+class DiskGuard:
+    """Refuse a write before it can fill the disk under an embedded Chroma folder.
+
+    chromadb 1.5.9 on a full disk first fails writes with an internal error, then blocks forever
+    inside its Rust code *holding the GIL* (measured on a 6 MiB tmpfs, issue 13), so no timeout
+    in Python can bound it: the only safe place to stop is before the call. Before each write the
+    guard checks that the file system keeps at least ``reserve`` bytes free after it, where the
+    reserve covers what Chroma may write for it: the payload several times over (write-ahead
+    log, metadata, full-text trigrams, SQLite journal), and a rewrite of the largest HNSW segment
+    (Chroma persists a segment whole every ``sync_threshold`` writes), plus ``floor``.
+
+    Args:
+        folder: the Chroma folder.
+        floor: bytes always kept free.
+    """
+
+    def __init__(self, folder: Path, *, floor: int = 2 << 20) -> None:
+        self.folder = folder
+        self.floor = floor
+        self._segments = (0.0, 0)
+        self._lock = threading.Lock()
+
+    def _largest_segment(self) -> int:
+        with self._lock:
+            at, size = self._segments
+            if time.monotonic() - at < 2.0:
+                return size
+        largest = 0
+        try:
+            for entry in os.scandir(self.folder):
+                if entry.is_dir():
+                    largest = max(
+                        largest, sum(f.stat().st_size for f in os.scandir(entry.path) if f.is_file())
+                    )
+        except OSError:
+            pass
+        with self._lock:
+            self._segments = (time.monotonic(), largest)
+        return largest
+
+    def check(self, what: str, payload: int) -> None:
+        """Raise :class:`StoreError` if ``payload`` bytes could fill the disk.
+
+        Raises:
+            StoreError: naming the operation and the sizes (never the data).
+        """
+        try:
+            st = os.statvfs(self.folder)
+        except OSError:
+            return  # nothing to measure (the folder is gone): Chroma's own error will say so
+        free = st.f_bavail * st.f_frsize
+        need = self.floor + 16 * max(0, payload) + (self._largest_segment() * 5) // 4
+        if free < need:
+            raise StoreError(
+                f"not enough free disk space for {what}: {free >> 10} KiB free, {need >> 10} KiB needed "
+                "(Chroma blocks forever on a full disk, so the write is refused before it starts)"
+            )

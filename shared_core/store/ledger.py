@@ -6,6 +6,12 @@ prefix: ``<prefix>-quarantine`` (a held candidate's text as the document, its fi
 metadata), ``<prefix>-tombstones`` (``src:<id>`` / ``mem:<id>``, times and counts only),
 ``<prefix>-lineage`` (``source -> memory`` links of merged duplicates) and ``<prefix>-journal``
 (begun, unfinished forgets: ids and counts). Entries carry a 1-d dummy vector: Chroma requires one.
+
+Read-only: a ledger opened ``read_only`` refuses every change (:class:`StoreError`) and never
+creates its collections (a reader of a store with no ledger yet sees an empty one): with the
+write gate's ``check_writable`` and the backend's refusal to commit, no path of a read-only store
+writes. Tombstones are also appended to the store's :class:`~.mirror.TombstoneMirror` (outside
+the data folder) before they are written to Chroma, so a restore of the data cannot undo them.
 """
 
 from __future__ import annotations
@@ -17,10 +23,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from ..errors import StoreError
 from ..timeutil import from_epoch
 from ..write.candidate import MemoryCandidate
 from ..write.ledger import HeldCandidate
-from .chroma import READ_RETRIES, chroma_call
+from .chroma import READ_RETRIES, chroma_call, get_collection_or_none
+from .mirror import TombstoneMirror
 
 __all__ = ["LEDGER_KINDS", "ChromaLedger"]
 
@@ -38,31 +46,60 @@ class ChromaLedger:
     """The ledger of one store prefix on one Chroma client (persistent, ephemeral or server).
 
     Args:
-        client: the Chroma client.
+        client: the Chroma client, or a zero-argument callable returning the current one.
         prefix: the store's collection prefix.
+        read_only: refuse every change; never create a collection.
+        mirror: where tombstones are mirrored outside the data (see :mod:`.mirror`).
     """
 
-    def __init__(self, client: Any, *, prefix: str) -> None:
-        self.client = client
+    def __init__(
+        self,
+        client: Any,
+        *,
+        prefix: str,
+        read_only: bool = False,
+        mirror: TombstoneMirror | None = None,
+    ) -> None:
+        self._client = client
         self.prefix = prefix
+        self.read_only = read_only
+        self.mirror = mirror
         self._cols: dict[str, Any] = {}
         self._mutex = threading.Lock()
+
+    @property
+    def client(self) -> Any:
+        """The current Chroma client."""
+        return self._client() if callable(self._client) else self._client
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise StoreError("the store is open read-only")
 
     def collection_names(self) -> list[str]:
         """The names of this ledger's collections."""
         return [f"{self.prefix}-{kind}" for kind in LEDGER_KINDS]
 
     def _col(self, kind: str) -> Any:
+        """The ledger's collection ``kind`` (``None`` for a read-only ledger where it does not exist)."""
         with self._mutex:
             col = self._cols.get(kind)
             if col is None:
                 name = f"{self.prefix}-{kind}"
-                col = chroma_call(
-                    f"open {kind}",
-                    lambda: self.client.get_or_create_collection(
-                        name, metadata={"rg_kind": kind, "rg_prefix": self.prefix}, embedding_function=None
-                    ),
-                )
+                client = self.client
+                if self.read_only:
+                    col = chroma_call(f"open {kind}", lambda: get_collection_or_none(client, name))
+                    if col is None:
+                        return None
+                else:
+                    col = chroma_call(
+                        f"open {kind}",
+                        lambda: client.get_or_create_collection(
+                            name,
+                            metadata={"rg_kind": kind, "rg_prefix": self.prefix},
+                            embedding_function=None,
+                        ),
+                    )
                 self._cols[kind] = col
             return col
 
@@ -85,26 +122,50 @@ class ChromaLedger:
         ]
         if not keys:
             return False
+        if self.mirror is not None and self.mirror.has_any(keys):
+            return True
         col = self._col("tombstones")
+        if col is None:
+            return False
         got = chroma_call("tombstones", lambda: col.get(ids=keys, include=[]), retries=READ_RETRIES)
         return bool(got["ids"])
 
     def tombstoned(self, *, sources: Sequence[str] = (), memories: Sequence[str] = ()) -> set[str]:
-        """Which of these are tombstoned, in one Chroma call: keys ``src:<id>`` and ``mem:<id>``."""
-        keys = list(dict.fromkeys([*(f"src:{s}" for s in sources), *(f"mem:{m}" for m in memories)]))
+        """Which of these are tombstoned, in one lookup: keys ``src:<id>`` and ``mem:<id>``."""
+        srcs, mems = self.tombstoned_among(sources, memories)
+        return {f"src:{s}" for s in srcs} | {f"mem:{m}" for m in mems}
+
+    def tombstoned_among(
+        self, sources: Sequence[str] = (), memories: Sequence[str] = ()
+    ) -> tuple[set[str], set[str]]:
+        """Which of these source ids and memory ids are tombstoned (one read; the mirror too)."""
+        keys = list(
+            dict.fromkeys([*(f"src:{s}" for s in sources if s), *(f"mem:{m}" for m in memories if m)])
+        )
         if not keys:
-            return set()
+            return set(), set()
+        found: set[str] = set()
+        if self.mirror is not None:
+            found |= self.mirror.among(keys)
         col = self._col("tombstones")
-        got = chroma_call("tombstones", lambda: col.get(ids=keys, include=[]), retries=READ_RETRIES)
-        return set(got["ids"])
+        if col is not None:
+            got = chroma_call("tombstones", lambda: col.get(ids=keys, include=[]), retries=READ_RETRIES)
+            found |= set(got["ids"])
+        return {k[4:] for k in found if k.startswith("src:")}, {k[4:] for k in found if k.startswith("mem:")}
 
     def tombstone(
         self, *, sources: Sequence[str] = (), memories: Sequence[str] = (), at: datetime, counts: int = 0
     ) -> None:
         """Record tombstones (idempotent)."""
+        self._writable()
         keys = list(dict.fromkeys([*(f"src:{s}" for s in sources), *(f"mem:{m}" for m in memories)]))
         if not keys:
             return
+        if self.mirror is not None:
+            self.mirror.append(keys, at=at, counts=counts)
+        self._put_tombstones(keys, at=at, counts=counts)
+
+    def _put_tombstones(self, keys: Sequence[str], *, at: datetime, counts: int) -> None:
         col = self._col("tombstones")
         chroma_call(
             "tombstone",
@@ -118,12 +179,32 @@ class ChromaLedger:
     def tombstone_keys(self) -> list[str]:
         """Every tombstone key (``src:...`` / ``mem:...``)."""
         col = self._col("tombstones")
+        if col is None:
+            return []
         return sorted(chroma_call("list tombstones", lambda: col.get(include=[]))["ids"])
+
+    def reapply_mirror(self, *, at: datetime) -> tuple[list[str], list[str]]:
+        """Write back mirrored tombstones the ledger lacks (after a restore of the data).
+
+        Returns:
+            ``(source record ids, memory ids)`` whose tombstones were missing: their memories may
+            have come back with the restore, and must be deleted again (the store does).
+        """
+        if self.mirror is None:
+            return [], []
+        self._writable()
+        missing = sorted(self.mirror.keys() - set(self.tombstone_keys()))
+        if missing:
+            self._put_tombstones(missing, at=at, counts=0)
+        return [k[4:] for k in missing if k.startswith("src:")], [
+            k[4:] for k in missing if k.startswith("mem:")
+        ]
 
     # -- quarantine -----------------------------------------------------------------------------
 
     def hold(self, entries: Sequence[HeldCandidate]) -> None:
         """Put candidates into quarantine (idempotent by id)."""
+        self._writable()
         if not entries:
             return
         col = self._col("quarantine")
@@ -167,6 +248,8 @@ class ChromaLedger:
     ) -> list[HeldCandidate]:
         """Held candidates, oldest first, optionally of one space or with given ids."""
         col = self._col("quarantine")
+        if col is None:
+            return []
         where = {"memory_space_id": memory_space_id} if memory_space_id else None
         if ids is not None:
             got = chroma_call(
@@ -180,6 +263,8 @@ class ChromaLedger:
     def held_of_source(self, source_record_id: str) -> list[str]:
         """Ids of held candidates derived from a source record."""
         col = self._col("quarantine")
+        if col is None:
+            return []
         got = chroma_call(
             "quarantine of source", lambda: col.get(where={"source_record_id": source_record_id}, include=[])
         )
@@ -188,6 +273,8 @@ class ChromaLedger:
     def expired_held(self, now: datetime) -> list[str]:
         """Ids of held candidates whose TTL has passed."""
         col = self._col("quarantine")
+        if col is None:
+            return []
         ts = now.timestamp()
         got = chroma_call(
             "quarantine expired", lambda: col.get(where={"expires_ts": {"$lte": ts}}, include=[])
@@ -196,6 +283,7 @@ class ChromaLedger:
 
     def release(self, ids: Sequence[str]) -> None:
         """Take candidates out of quarantine."""
+        self._writable()
         if ids:
             col = self._col("quarantine")
             chroma_call("quarantine delete", lambda: col.delete(ids=list(ids)))
@@ -204,6 +292,7 @@ class ChromaLedger:
 
     def link(self, source_record_id: str, memory_space_id: str, memory_id: str) -> None:
         """Record that a memory is also derived from ``source_record_id``."""
+        self._writable()
         col = self._col("lineage")
         lid = _link_id(source_record_id, memory_space_id, memory_id)
         chroma_call(
@@ -224,6 +313,8 @@ class ChromaLedger:
     def linked(self, source_record_id: str) -> list[tuple[str, str]]:
         """Memories linked to a source record by :meth:`link`."""
         col = self._col("lineage")
+        if col is None:
+            return []
         got = chroma_call(
             "lineage get",
             lambda: col.get(where={"source_record_id": source_record_id}, include=["metadatas"]),
@@ -234,6 +325,7 @@ class ChromaLedger:
 
     def journal_begin(self, key: str, payload: Mapping[str, Any]) -> None:
         """Record that a multi-step operation started (ids and counts only)."""
+        self._writable()
         col = self._col("journal")
         chroma_call(
             "journal",
@@ -244,12 +336,15 @@ class ChromaLedger:
 
     def journal_end(self, key: str) -> None:
         """Record that it finished."""
+        self._writable()
         col = self._col("journal")
         chroma_call("journal end", lambda: col.delete(ids=[key]))
 
     def journal_pending(self) -> list[tuple[str, dict[str, Any]]]:
         """Operations begun and not finished."""
         col = self._col("journal")
+        if col is None:
+            return []
         got = chroma_call("journal list", lambda: col.get(include=["metadatas"]))
         return sorted(
             (k, json.loads(str(m["payload"]))) for k, m in zip(got["ids"], got["metadatas"], strict=True)

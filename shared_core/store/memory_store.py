@@ -11,17 +11,48 @@ scope's partitions, a recall gate and a write gate.
   and lifecycle methods. There is no ungated write path: the Chroma backend is private to the
   store and handed to the write gate alone.
 
-One writer per persistent path: a file lock, and a second writer gets
-:class:`~shared_core.errors.StoreLockedError` within ``lock_timeout`` seconds; a reader opens
-``read_only=True``. Several processes or machines share a store through a Chroma server
-(:meth:`MemoryStore.http`, H3).
+**Several clients, one truth (H2, H3).** Any number of processes or machines share a store through
+a Chroma server (:meth:`MemoryStore.http`); an embedded folder has one writer (a file lock: a
+second writer gets :class:`~shared_core.errors.StoreLockedError` within ``lock_timeout``) and any
+number of readers (``read_only=True``, e.g. the MCP server next to ``recall-gate query``). The
+coherence protocol (:mod:`shared_core.store.sync`):
+
+- *What a reader may serve stale:* nothing that was written before its call began. Every query and
+  every write first reads the heads of the space it touches (one small Chroma read, every call; no
+  time-to-live) and applies the writes, corrections, approvals and forgets other clients
+  committed since, as deltas into its partitions. A change whose writer's call has returned is
+  seen by every call that starts afterwards; a change still in flight may or may not be.
+- *Server unreachable:* the heads cannot be read, so the call raises
+  :class:`~shared_core.errors.StoreUnavailableError` (retryable). A cached partition is never
+  served as fresh after a check that could not be made (fail closed).
+- *Two writers:* each memory is one Chroma record written by idempotent upsert, and writers never
+  read-modify-write each other's records except to merge evidence or link a correction; a race
+  there leaves both memories whole (the supersede link is also derived from the successor's
+  ``supersedes``, :mod:`shared_core.retrieval.partition`). A writer that dies mid-commit leaves its
+  head "pending": readers keep re-reading what it may have written.
+- *Forgets across clients:* every query drops hits whose source or id is tombstoned (one ledger
+  read, :mod:`shared_core.store.safety`), so a forget holds for every client from the moment its
+  tombstone is written, even before its deletes land or while another process races a write of
+  the same source (which is then forgotten again after it commits).
+- *Embedded reader next to its writer:* the feed lives in ``<path>/feed.sqlite3`` (opened
+  ``mode=ro`` by readers); chromadb keeps its vector index per process, so a reader whose Chroma
+  cannot find vectors the writer added reopens its client once. The store writes nothing through a
+  reader (Chroma's own ``PersistentClient`` still touches its lock table and HNSW files on open and
+  close: a chromadb behaviour, not ours).
+
+**Erasure (L2).** :meth:`forget` and :meth:`delete` of an embedded store end with
+:meth:`compact` (``erase_on_forget=True``, default): Chroma's write-ahead log, full-text index and
+free pages are scrubbed so the forgotten text is in no byte of the store's folder
+(:mod:`shared_core.store.erasure`); a compaction that cannot run then (a reader holding the file)
+is retried on the next forget, compact or open. Tombstones are mirrored outside the data folder
+(:mod:`shared_core.store.mirror`) and re-applied when a writer opens, so a restored backup cannot
+bring a forgotten memory back.
 """
 
 from __future__ import annotations
 
-import re
+import contextlib
 import time
-import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -32,7 +63,7 @@ from numpy.typing import NDArray
 
 from ..audit import AuditSink, JsonlSink
 from ..config import ConfigBook, GateConfig, WritePolicy
-from ..errors import InputError, ScopeError, StoreError, StoreLockedError
+from ..errors import InputError, StoreError, StoreLockedError
 from ..model import Hit, MemoryRecord, Scope, coerce_scope
 from ..recall.gate import GateResult, RecallGate
 from ..recall.rules import DEFAULT_RULES, Rule
@@ -44,17 +75,17 @@ from ..write import lifecycle, review
 from ..write.authority import WritePath
 from ..write.candidate import MemoryCandidate, WriteDecision
 from ..write.gate import WriteGate
-from ..write.target import partition_key
 from .backend import ChromaBackend
 from .chroma import chroma_call, set_http_timeout
+from .erasure import compact_chroma, scrub_hnsw
 from .ledger import ChromaLedger
+from .opening import mirror_for, open_client, persistent_client, recover
+from .safety import MAX_CANDIDATES, MAX_QUERY_CHARS, check_query, drop_tombstoned, settle_late_writes
+from .sync import stable_writer_id
 
-__all__ = ["MemoryStore"]
+__all__ = ["MAX_CANDIDATES", "MAX_QUERY_CHARS", "MemoryStore"]
 
 VectorSearch = Literal["memory", "chroma"]
-MAX_QUERY_CHARS = 10_000
-MAX_CANDIDATES = 10_000
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class MemoryStore:
@@ -76,8 +107,16 @@ class MemoryStore:
         vector_search: ``"memory"`` (exact, over the partition in process) or ``"chroma"`` (ask
             Chroma's index with the scope in ``where``).
         lock_timeout: seconds to wait for the writer lock of a persistent path.
-        read_only: open without the writer lock; every write raises :class:`StoreError`.
+        read_only: open without the writer lock; every write raises :class:`StoreError` (one
+            check in the write gate; the backend and the ledger refuse too).
         collection_prefix: prefix of collection names (lets several stores share one server).
+        cache_bytes: byte budget of the partitions held in process (least recently used out);
+            ``None``: no limit.
+        tombstone_mirror: file mirroring tombstones outside the data (see
+            :mod:`~shared_core.store.mirror`); default ``<path>.tombstones.jsonl`` next to an
+            embedded store's folder, none otherwise; ``False``: off.
+        erase_on_forget: compact after :meth:`forget` and :meth:`delete` of an embedded store so
+            the deleted text leaves the disk (see :meth:`compact`).
 
     Example:
         >>> store = MemoryStore("./memory")
@@ -103,6 +142,9 @@ class MemoryStore:
         lock_timeout: float = 2.0,
         read_only: bool = False,
         collection_prefix: str | None = None,
+        cache_bytes: int | None = None,
+        tombstone_mirror: str | Path | bool | None = None,
+        erase_on_forget: bool = True,
     ) -> None:
         from ..embedding import as_embedder, default_embedding
 
@@ -116,10 +158,19 @@ class MemoryStore:
         self.clock = clock
         self.fusion = fusion or FusionConfig()
         self.vector_search: VectorSearch = vector_search
+        self.erase_on_forget = erase_on_forget
+        if cache_bytes is not None and (
+            isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0
+        ):
+            raise InputError("cache_bytes must be a non-negative integer or None")
         self._lock_file: Any = None
         self._closed = False
 
         all_sinks = list(sinks)
+        if self.path is not None and read_only and not MemoryStore.exists(self.path):
+            # A mistyped path would otherwise open an empty store that answers every query with
+            # nothing (and create folders through a store that promised not to write).
+            raise StoreError(f"no store at {self.path}: read_only=True opens an existing store folder")
         if self.path is not None:
             try:
                 self.path.mkdir(parents=True, exist_ok=True)
@@ -134,7 +185,10 @@ class MemoryStore:
         self.audit_path = self.path / "audit" / "audit.jsonl" if self.path is not None else None
         self.sinks: tuple[AuditSink, ...] = tuple(all_sinks)
 
-        client, prefix = self._open_client(client, collection_prefix)
+        client, prefix, self._owns_client = open_client(
+            self.path, client, collection_prefix, read_only=read_only
+        )
+        self._chroma = client
         self.prefix = prefix
         from ..embedding import calibration_of
 
@@ -147,10 +201,23 @@ class MemoryStore:
             clock=clock,
             calibration=calibration_of(self.embedder),
         )
+        mirror = mirror_for(self.path, tombstone_mirror, embedded=self._owns_client)
+        persistent_writer = self.path is not None and not read_only and self._owns_client
         self._backend = ChromaBackend(
-            client, prefix=prefix, embedder=self.embedder, bm25_engine=bm25_engine, read_only=read_only
+            client,
+            prefix=prefix,
+            embedder=self.embedder,
+            bm25_engine=bm25_engine,
+            read_only=read_only,
+            folder=self.path if self._owns_client else None,
+            cache_bytes=cache_bytes,
+            writer_id=stable_writer_id(self.path) if persistent_writer and self.path is not None else None,
+            reopen=self._reopen_client if read_only and self.path is not None and self._owns_client else None,
         )
-        self._ledger = ChromaLedger(client, prefix=prefix)
+        self._ledger = ChromaLedger(
+            lambda: self._backend.client, prefix=prefix, read_only=read_only, mirror=mirror
+        )
+        self._backend.cols.on_reopen.append(self._ledger.clear_cache)
         self._writer = WriteGate(
             self._backend,
             self._ledger,
@@ -159,28 +226,24 @@ class MemoryStore:
             clock=clock,
             read_only=read_only,
         )
-        lifecycle.resume(self._writer)  # finish any forget a crash interrupted (L2)
+        if not read_only:
+            embedded = self.path is not None and self._owns_client
+            recover(self._writer, self._backend, self._ledger, embedded=embedded, mark=self._mark_compaction)
+            if self._compact_pending():
+                self._try_compact()
 
-    def _open_client(self, client: Any, prefix: str | None) -> tuple[Any, str]:
-        """Open Chroma with its *default* settings, like every other library in the process.
+    @staticmethod
+    def exists(path: str | Path) -> bool:
+        """Whether ``path`` holds an embedded store (its Chroma folder), without opening or creating it."""
+        return (Path(path) / "chroma" / "chroma.sqlite3").is_file()
 
-        Chroma keeps one system per path (and one ephemeral system) per process and refuses a
-        second client of it with other settings; LangChain's ``Chroma()`` and LlamaIndex open
-        theirs with the defaults. Passing ``Settings(anonymized_telemetry=False)`` here made a
-        user's own ``Chroma(...)`` fail after a ``MemoryStore.in_memory()`` in the same process.
-        Telemetry follows the user's ``ANONYMIZED_TELEMETRY`` (chromadb 1.5's product telemetry
-        sends nothing either way).
-        """
-        import chromadb
-
-        if client is not None:
-            return client, prefix or "rg"
+    def _reopen_client(self) -> Any:
+        """A fresh client on this folder (a reader's Chroma misses vectors another process wrote)."""
+        with contextlib.suppress(Exception):
+            self._chroma.close()
         if self.path is not None:
-            chroma_dir = str(self.path / "chroma")
-            opened = chroma_call("open", lambda: chromadb.PersistentClient(path=chroma_dir))
-            return opened, prefix or "rg"
-        # The in-process ephemeral system is shared: a fresh prefix isolates this store.
-        return chromadb.EphemeralClient(), prefix or f"rg{uuid.uuid4().hex[:10]}"
+            self._chroma = persistent_client(self.path, scrub=False)
+        return self._chroma
 
     # -- construction helpers -----------------------------------------------------------------
 
@@ -236,9 +299,18 @@ class MemoryStore:
         self._lock_file = lock
 
     def close(self) -> None:
-        """Release the writer lock and drop caches (the store cannot be used afterwards)."""
-        self._backend.clear()
+        """Save partition snapshots, release the writer lock and the Chroma client (the store cannot be used afterwards)."""
+        if self._closed:
+            return
+        self._backend.close()
         self._ledger.clear_cache()
+        if self._owns_client and self.path is not None:
+            with contextlib.suppress(Exception):
+                self._chroma.close()
+            # Chroma (a reader's too) rewrites its HNSW files on close with heap bytes in their
+            # unused capacity (see erasure): zero them again.
+            with contextlib.suppress(StoreError):
+                scrub_hnsw(self.path / "chroma")
         if self._lock_file is not None:
             self._lock_file.release()
             self._lock_file = None
@@ -282,7 +354,10 @@ class MemoryStore:
             dry_run: decide only, change nothing (R10).
         """
         self._check_open()
-        return self._writer.submit(items, path=self._path(scope, path), dry_run=dry_run)
+        with self._backend.operation():
+            return self._settle_late_writes(
+                self._writer.submit(items, path=self._path(scope, path), dry_run=dry_run)
+            )
 
     def import_records(
         self,
@@ -305,7 +380,10 @@ class MemoryStore:
             InputError: on an unknown step in ``skip`` or vectors of the wrong shape.
         """
         self._check_open()
-        return self._writer.submit(items, path=self._path(scope, path), vectors=vectors, skip=skip)
+        with self._backend.operation():
+            return self._settle_late_writes(
+                self._writer.submit(items, path=self._path(scope, path), vectors=vectors, skip=skip)
+            )
 
     @staticmethod
     def _path(scope: Scope | Mapping[str, Any] | None, path: WritePath | None) -> WritePath:
@@ -328,7 +406,8 @@ class MemoryStore:
     def quarantine_approve(self, qid: str, *, reviewer: str = "operator") -> WriteDecision:
         """Approve a held candidate: written as a confirmed, cited memory (W6); see :func:`shared_core.write.review.approve`."""
         self._check_open()
-        return review.approve(self._writer, qid, reviewer=reviewer)
+        with self._backend.operation():
+            return self._settle_late_writes([review.approve(self._writer, qid, reviewer=reviewer)])[0]
 
     def quarantine_reject(self, qid: str) -> bool:
         """Discard a held candidate; returns whether it existed."""
@@ -355,7 +434,10 @@ class MemoryStore:
             ``{"source_record_id", "memories", "quarantined", "ids"}`` (counts and ids, no text).
         """
         self._check_open()
-        return lifecycle.forget(self._writer, source_record_id)
+        self._mark_compaction()
+        with self._backend.operation():
+            result = lifecycle.forget(self._writer, source_record_id)
+        return self._erase(result)
 
     def delete(
         self, ids: Sequence[str], *, memory_space_id: str, scope: Scope | Mapping[str, Any] | None = None
@@ -366,9 +448,12 @@ class MemoryStore:
         :func:`shared_core.write.lifecycle.delete`).
         """
         self._check_open()
-        return len(
-            lifecycle.delete(self._writer, ids, memory_space_id=memory_space_id, scope=scope)["deleted"]
-        )
+        self._mark_compaction()
+        with self._backend.operation():
+            done = lifecycle.delete(self._writer, ids, memory_space_id=memory_space_id, scope=scope)
+        if done["deleted"]:
+            self._erase({})
+        return len(done["deleted"])
 
     def correct(
         self,
@@ -386,15 +471,17 @@ class MemoryStore:
             InputError: if the memory does not exist (or, with ``scope``, is not the caller's).
         """
         self._check_open()
-        return lifecycle.correct(
-            self._writer,
-            memory_id,
-            memory_space_id=memory_space_id,
-            body=body,
-            title=title,
-            scope=scope,
-            **fields,
-        )
+        with self._backend.operation():
+            decision = lifecycle.correct(
+                self._writer,
+                memory_id,
+                memory_space_id=memory_space_id,
+                body=body,
+                title=title,
+                scope=scope,
+                **fields,
+            )
+            return self._settle_late_writes([decision])[0]
 
     def history(self, memory_id: str, *, memory_space_id: str) -> list[MemoryRecord]:
         """The correction chain through a memory, oldest first (L1: history on request)."""
@@ -404,12 +491,61 @@ class MemoryStore:
     def purge_expired(self) -> int:
         """Delete memories past their retention expiry (L3) and expired quarantine; returns how many."""
         self._check_open()
-        return lifecycle.purge_expired(self._writer)
+        with self._backend.operation():
+            return lifecycle.purge_expired(self._writer)
 
     def reconcile(self, memory_space_id: str) -> dict[str, int]:
         """Batch tier reconciliation (W7): promote by evidence, demote contradicted memories."""
         self._check_open()
-        return lifecycle.reconcile(self._writer, memory_space_id)
+        with self._backend.operation():
+            return lifecycle.reconcile(self._writer, memory_space_id)
+
+    # -- erasure (L2) ---------------------------------------------------------------------------
+
+    def compact(self) -> dict[str, Any]:
+        """Make deleted text leave the disk: scrub Chroma's log, merge its full-text index, VACUUM.
+
+        For an embedded store (see :mod:`shared_core.store.erasure`); :meth:`forget` and
+        :meth:`delete` run it themselves unless ``erase_on_forget=False``. A server's folder is
+        compacted with :func:`~shared_core.store.erasure.compact_chroma` once the server stopped.
+
+        Returns:
+            Counts (``scrubbed`` log rows, file sizes, ``ms``).
+
+        Raises:
+            StoreError: read-only, not an embedded store, or the compaction could not run (then
+                it is retried by the next forget, compact or open).
+        """
+        self._check_open()
+        self._writer.check_writable()
+        if self.path is None or not self._owns_client:
+            raise StoreError("compact() works on an embedded store; stop the server and compact its folder")
+        with self._writer.lock:
+            self._mark_compaction()
+            result = compact_chroma(self.path / "chroma")
+            (self.path / ".compact-pending").unlink(missing_ok=True)
+        return result
+
+    def _mark_compaction(self) -> None:
+        """Note that deleted text may be on disk until a compaction ran (a crash then compacts at open)."""
+        if self.path is not None and self._owns_client and not self.read_only and self.erase_on_forget:
+            with contextlib.suppress(OSError):
+                (self.path / ".compact-pending").touch()
+
+    def _compact_pending(self) -> bool:
+        return self.path is not None and (self.path / ".compact-pending").exists()
+
+    def _try_compact(self) -> bool:
+        try:
+            self.compact()
+        except StoreError:
+            return False
+        return True
+
+    def _erase(self, result: dict[str, Any]) -> dict[str, Any]:
+        embedded = self.path is not None and self._owns_client
+        result["compacted"] = self._try_compact() if self.erase_on_forget and embedded else False
+        return result
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -436,30 +572,20 @@ class MemoryStore:
     def indexed_ids(self, memory_space_id: str) -> set[str]:
         """Every id the in-process BM25 partitions hold for a space (after loading them all)."""
         self._check_open()
-        keys = self._backend.partition_keys(memory_space_id) | self._backend.cached_keys(memory_space_id)
-        out: set[str] = set()
-        for key in keys:
-            out |= set(self._backend.partition(key).view().ids)
-        return out
+        return self._backend.indexed_ids(memory_space_id)
 
     def index_state(self, memory_space_id: str) -> dict[str, dict[tuple[str, str, str], set[str]]]:
         """Ids per partition in Chroma and in the in-process partitions already loaded (H2).
 
         For operators and tests checking that the two indexes agree: ``{"chroma": {key: ids},
         "loaded": {key: ids}}``, keys being ``(memory_space_id, route or "", bucket)``. Nothing is
-        loaded by asking.
+        loaded by asking (the partitions held are brought up to date first).
         """
         self._check_open()
-        chroma: dict[tuple[str, str, str], set[str]] = {}
-        for rec in self._backend.records_of_space(memory_space_id):
-            chroma.setdefault(partition_key(rec), set()).add(rec.id)
-        loaded = {
-            key: self._backend.partition(key).ids() for key in self._backend.cached_keys(memory_space_id)
-        }
-        return {"chroma": chroma, "loaded": loaded}
+        return self._backend.index_state(memory_space_id)
 
     def refresh(self, memory_space_id: str | None = None) -> None:
-        """Drop in-process partitions so they are rebuilt from Chroma (after outside writes)."""
+        """Drop in-process partitions so they are rebuilt from Chroma (never needed for coherence: every call checks the change feed)."""
         self._backend.refresh(memory_space_id)
 
     def search(
@@ -473,25 +599,10 @@ class MemoryStore:
                 a lone surrogate (not valid Unicode), or ``candidates`` is not a positive integer.
         """
         self._check_open()
-        scope = coerce_scope(scope)
-        if not isinstance(query, str):
-            raise InputError(f"query must be a string, not {type(query).__name__}")
-        if len(query) > MAX_QUERY_CHARS:
-            raise InputError(f"query is longer than {MAX_QUERY_CHARS} characters")
-        if _LONE_SURROGATE.search(query):
-            raise InputError("query is not valid Unicode (it holds a lone surrogate)")
-        for name, value in scope.model_dump().items():
-            if isinstance(value, str) and _LONE_SURROGATE.search(value):
-                raise ScopeError(f"invalid scope: {name} is not valid Unicode (lone surrogate)")
-        if candidates is not None and (
-            isinstance(candidates, bool)
-            or not isinstance(candidates, int)
-            or not 1 <= candidates <= MAX_CANDIDATES
-        ):
-            raise InputError(f"candidates must be an integer from 1 to {MAX_CANDIDATES}")
+        scope = check_query(query, coerce_scope(scope), candidates)
         n_cand = candidates or self.fusion.candidates
         t0 = time.perf_counter()
-        views = self._backend.views(scope)
+        views = self._backend.views(scope)  # checks the change feed first (coherence, fail closed)
         t1 = time.perf_counter()
         qv = self.embedder.embed_query(query)
         t2 = time.perf_counter()
@@ -503,8 +614,12 @@ class MemoryStore:
         hits, found = hybrid_search(
             query, views, qv, fusion=self.fusion, candidates=n_cand, vector_channel=channel
         )
+        hits = drop_tombstoned(self._ledger, hits)  # see shared_core.store.safety
         timings = {"load_ms": round((t1 - t0) * 1e3, 3), "embed_ms": round((t2 - t1) * 1e3, 3), **found}
         return hits, timings
+
+    def _settle_late_writes(self, decisions: list[WriteDecision]) -> list[WriteDecision]:
+        return settle_late_writes(self._writer, self._ledger, decisions)
 
     def query(
         self,

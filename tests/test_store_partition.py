@@ -1,0 +1,150 @@
+"""The incremental partition (issue 14): in-place writes give exactly the rebuilt index, and views never change.
+
+The postings index must score exactly like ``BM25Partition`` (rank-bm25's Okapi with Lucene IDF)
+built from scratch over the same memories, after any sequence of upserts, rewrites and removals;
+and a view handed to a query must stay as it was while later writes change the partition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shared_core.model import MemoryRecord
+from shared_core.retrieval.bm25 import BM25Partition, union_stats
+from shared_core.retrieval.partition import Partition, PartitionView, StoredRow, record_text
+from shared_core.testing import make_record
+from shared_core.text import tokenize
+
+WORDS = ["kite", "heron", "shed", "north", "bank", "the", "E-4012", "policy", "記憶", "設計", "spring", "a"]
+QUERIES = ["kite heron", "policy policy shed", "E-4012", "記憶の設計", "absent", "", "the a"]
+DIM = 4
+_OTHER = BM25Partition(["o1", "o2"], [tokenize("kite kite north"), tokenize("設計 policy")])
+
+_op = st.tuples(
+    st.sampled_from(["upsert", "upsert", "upsert", "remove"]),
+    st.integers(0, 25),
+    st.lists(st.sampled_from(WORDS), max_size=7),
+    st.sampled_from(["", "kite title", "記憶"]),
+)
+
+
+def _vec(i: int, salt: int) -> np.ndarray:
+    v = np.random.default_rng(i * 131 + salt).standard_normal(DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _assert_view_is(view: PartitionView, live: dict[str, tuple[MemoryRecord, np.ndarray]]) -> None:
+    assert sorted(view.ids) == sorted(live)
+    ref = BM25Partition(list(view.ids), [tokenize(record_text(live[m][0])) for m in view.ids])
+    for q in QUERIES:
+        toks = tokenize(q)
+        assert np.array_equal(view.bm25.scores(toks), ref.scores(toks)), q
+        assert view.bm25.top(toks, 5) == ref.top(toks, 5), q
+        # Scored as part of a larger corpus (a scope's private + shared partitions, H1).
+        bigger = union_stats([view.bm25.stats, _OTHER.stats], terms=toks)
+        assert np.array_equal(view.bm25.scores_with(toks, bigger), ref.scores_with(toks, bigger)), q
+        assert np.array_equal(view.bm25.scores_with(toks, view.bm25.stats), ref.scores(toks)), q
+    assert dict(view.df) == dict(ref.df)
+    assert view.bm25.stats.n_docs == ref.stats.n_docs
+    assert view.bm25.stats.total_len == ref.stats.total_len
+    for i, mid in enumerate(view.ids):
+        assert np.array_equal(view.matrix[i], live[mid][1])
+        assert view.records[i] == live[mid][0]
+        assert view.doc_sets[i] == ref.doc_sets[i]
+        assert view.pos[mid] == i
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=st.lists(_op, max_size=40))
+def test_property_incremental_index_equals_a_rebuild_and_views_stay_frozen(
+    ops: list[tuple[str, int, list[str], str]],
+) -> None:
+    """Any upsert/remove sequence: each view scores exactly like BM25Partition rebuilt then, and still does after later writes."""
+    part = Partition(("s1", "", "b"), DIM, engine="rank_bm25")
+    live: dict[str, tuple[MemoryRecord, np.ndarray]] = {}
+    taken: list[tuple[PartitionView, dict[str, tuple[MemoryRecord, np.ndarray]]]] = []
+    for n, (op, k, words, title) in enumerate(ops):
+        mid = f"m{k}"
+        if op == "upsert":
+            rec = make_record(mid, body=" ".join(words), title=title)
+            vec = _vec(k, n % 3)
+            part.upsert([rec], vec[None, :])
+            live[mid] = (rec, vec)
+        else:
+            assert part.remove([mid]) == (1 if mid in live else 0)
+            live.pop(mid, None)
+        if n % 3 == 0:
+            taken.append((part.view(), dict(live)))
+    taken.append((part.view(), dict(live)))
+    for view, then in taken:
+        _assert_view_is(view, then)
+    assert len(part) == len(live)
+
+
+def test_bulk_load_and_lazy_rows_equal_record_upserts() -> None:
+    """Loading stored rows (document + metadata, decoded lazily) gives the same view as upserting records."""
+    from shared_core.model import encode_record
+
+    recs = [
+        make_record(f"m{i}", body=" ".join(WORDS[i % 5 : i % 5 + 4]), title="t" if i % 2 else "")
+        for i in range(30)
+    ]
+    vecs = np.stack([_vec(i, 0) for i in range(30)])
+    a = Partition(("s1", "", "b"), DIM, engine="rank_bm25")
+    a.upsert(recs, vecs)
+    b = Partition(("s1", "", "b"), DIM, engine="rank_bm25")
+    b.load([StoredRow.stored(r.id, *encode_record(r)) for r in recs], vecs)
+    va, vb = a.view(), b.view()
+    assert list(va.ids) == list(vb.ids)
+    for q in QUERIES:
+        assert np.array_equal(va.bm25.scores(tokenize(q)), vb.bm25.scores(tokenize(q)))
+    assert list(va.records) == list(vb.records)
+
+
+def test_a_lost_superseded_by_is_derived_from_the_successor() -> None:
+    """A correction whose link on the old memory was lost to a race still retires it in the view (lower only)."""
+    old = make_record("m1", body="The standup is on Monday.")
+    new = make_record("m2", body="The standup is on Tuesday.", supersedes=("m1",))
+    foreign = make_record("m3", body="x", supersedes=("m4",), user_id="u9")
+    other = make_record("m4", body="Other owner's memory.")
+    part = Partition(("s1", "", "b"), DIM, engine="rank_bm25")
+    part.upsert([old, new, foreign, other], np.stack([_vec(i, 0) for i in range(4)]))
+    by_id = {r.id: r for r in part.view().records}
+    assert by_id["m1"].superseded_by == "m2"
+    assert by_id["m2"].superseded_by is None
+    assert by_id["m4"].superseded_by is None  # another owner's record cannot retire it
+
+
+def test_bm25s_engine_still_rebuilds_correctly() -> None:
+    """The bm25s engine (no incremental API) gives the same ids and top results after writes."""
+    pytest.importorskip("bm25s")  # the optional extra
+    part = Partition(("s1", "", "b"), DIM, engine="bm25s")
+    recs = [make_record(f"m{i}", body=" ".join(WORDS[i % 6 : i % 6 + 3])) for i in range(12)]
+    part.upsert(recs, np.stack([_vec(i, 0) for i in range(12)]))
+    part.remove(["m3"])
+    view = part.view()
+    ref = BM25Partition(list(view.ids), [tokenize(record_text(r)) for r in view.records], engine="bm25s")
+    assert [view.ids[i] for i, _ in view.bm25.top(tokenize("kite heron"), 5)] == [
+        view.ids[i] for i, _ in ref.top(tokenize("kite heron"), 5)
+    ]
+
+
+def test_an_append_writes_in_place_and_a_rewrite_copies_only_then() -> None:
+    """A new memory goes into spare rows the earlier view shares; an in-place change copies once, and old views keep their data."""
+    part = Partition(("s1", "", "b"), DIM, engine="rank_bm25")
+    part.upsert(
+        [make_record(f"m{i}", body=f"kite {i}") for i in range(20)], np.stack([_vec(i, 0) for i in range(20)])
+    )
+    part.upsert([make_record("m20", body="heron")], _vec(20, 0)[None, :])  # the buffer grows (doubles) once
+    first = part.view()
+    part.upsert([make_record("m21", body="heron two")], _vec(21, 0)[None, :])
+    second = part.view()
+    assert np.shares_memory(first.matrix, second.matrix)  # no copy of the 20 rows for one append
+    before = first.matrix.copy()
+    part.remove(["m3"])  # moves the last row into the hole: the shared buffer is copied first
+    third = part.view()
+    assert not np.shares_memory(second.matrix, third.matrix)
+    assert np.array_equal(first.matrix, before) and len(second.ids) == 22 and len(third.ids) == 21

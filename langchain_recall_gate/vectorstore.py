@@ -29,10 +29,11 @@ from shared_core.interop import (
     write_feedback,
     write_fields,
 )
+from shared_core.interop.operator import OperatorActions
 from shared_core.model import is_encoded
 from shared_core.store import MemoryStore
 from shared_core.timeutil import Clock, to_utc
-from shared_core.write import WriteAction, WriteDecision, WriteGate, WritePolicy, lifecycle, memory_id, review
+from shared_core.write import WriteAction, WriteDecision, WriteGate, WritePolicy, lifecycle, memory_id
 from shared_core.write.authority import WritePath
 from shared_core.write.ledger import InMemoryLedger, Ledger
 
@@ -58,7 +59,7 @@ _SCOPE_KEYS = ("user_id", "agent_id", "memory_space_id", "route_id")
 _KEPT = (WriteAction.WRITE, WriteAction.UPDATE, WriteAction.MERGE)
 
 
-class GatedVectorStore(VectorStore):
+class GatedVectorStore(OperatorActions, VectorStore):
     """A vector store whose writes pass the write gate and whose searches pass the recall gate.
 
     Wrap any LangChain vector store (``GatedVectorStore(inner, scope=...)``) or expose the memory
@@ -336,31 +337,10 @@ class GatedVectorStore(VectorStore):
         """Async :meth:`add_documents`."""
         return _kept_ids(await self.aadd_documents_with_decisions(documents, **kwargs))
 
-    # -- lifecycle: the core's, through this filter's write gate -------------------------------
+    # -- lifecycle: the core's (OperatorActions), through this filter's write gate -----------
 
-    def quarantine_list(self) -> list[dict[str, Any]]:
-        """Held candidates for a reviewer (id, owner, reasons, times and the text: for operators only)."""
-        return review.quarantine_list(self.writer)
-
-    def quarantine_approve(self, qid: str, *, reviewer: str = "operator") -> WriteDecision:
-        """Approve a held candidate: written as a confirmed, cited memory (W6)."""
-        return review.approve(self.writer, qid, reviewer=reviewer)
-
-    def quarantine_reject(self, qid: str) -> bool:
-        """Discard a held candidate; returns whether it existed."""
-        return review.reject(self.writer, qid)
-
-    def quarantine_purge(self) -> int:
-        """Discard expired held candidates (W6); returns how many."""
-        return review.purge_quarantine(self.writer)
-
-    def forget(self, source_record_id: str) -> dict[str, Any]:
-        """Forget a source record for every owner: its memories deleted, tombstoned, audited (L2; an operator action)."""
-        return lifecycle.forget(self.writer, source_record_id)
-
-    def purge_expired(self) -> int:
-        """Delete memories past their retention expiry and expired quarantine (L3)."""
-        return lifecycle.purge_expired(self.writer)
+    def _write_gate(self) -> WriteGate:
+        return self.writer
 
     def delete(self, ids: list[str] | None = None, *, scope: ScopeLike | None = None, **kwargs: Any) -> bool:
         """Delete the caller's memories by id, with tombstones so they cannot come back (L2).

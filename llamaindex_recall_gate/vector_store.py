@@ -38,11 +38,12 @@ from shared_core.interop import (
     visible_filter,
     write_feedback,
 )
+from shared_core.interop.operator import OperatorActions
 from shared_core.model import is_encoded
 from shared_core.recall.wrapped import gate_candidates
 from shared_core.store import MemoryStore
 from shared_core.timeutil import Clock, to_utc
-from shared_core.write import WriteAction, WriteDecision, WriteGate, WritePolicy, lifecycle, review
+from shared_core.write import WriteAction, WriteDecision, WriteGate, WritePolicy, lifecycle
 from shared_core.write.authority import WritePath
 from shared_core.write.ledger import InMemoryLedger, Ledger
 
@@ -70,7 +71,7 @@ _SCOPE_KEYS = ("user_id", "agent_id", "memory_space_id", "route_id")
 _KEPT = (WriteAction.WRITE, WriteAction.UPDATE, WriteAction.MERGE)
 
 
-class GatedVectorStore(BasePydanticVectorStore):
+class GatedVectorStore(OperatorActions, BasePydanticVectorStore):
     """Wrap a LlamaIndex vector store so that writes pass the write gate and queries the recall gate.
 
     Use it as the ``vector_store`` of a ``StorageContext``; every ``VectorStoreIndex`` insert
@@ -344,31 +345,10 @@ class GatedVectorStore(BasePydanticVectorStore):
         """Async :meth:`add` (in a worker thread: screens and embedding are CPU-bound)."""
         return await asyncio.to_thread(self.add, nodes, **kwargs)
 
-    # -- lifecycle: the core's, through this filter's write gate -------------------------------
+    # -- lifecycle: the core's (OperatorActions), through this filter's write gate -----------
 
-    def quarantine_list(self) -> list[dict[str, Any]]:
-        """Held candidates for a reviewer (id, owner, reasons, times and the text: for operators only)."""
-        return review.quarantine_list(self._writer)
-
-    def quarantine_approve(self, qid: str, *, reviewer: str = "operator") -> WriteDecision:
-        """Approve a held candidate: written as a confirmed, cited memory (W6)."""
-        return review.approve(self._writer, qid, reviewer=reviewer)
-
-    def quarantine_reject(self, qid: str) -> bool:
-        """Discard a held candidate; returns whether it existed."""
-        return review.reject(self._writer, qid)
-
-    def quarantine_purge(self) -> int:
-        """Discard expired held candidates (W6); returns how many."""
-        return review.purge_quarantine(self._writer)
-
-    def forget(self, source_record_id: str) -> dict[str, Any]:
-        """Forget a source record for every owner: memories deleted, source tombstoned, audited (L2; an operator action)."""
-        return lifecycle.forget(self._writer, source_record_id)
-
-    def purge_expired(self) -> int:
-        """Delete memories past their retention expiry and expired quarantine (L3)."""
-        return lifecycle.purge_expired(self._writer)
+    def _write_gate(self) -> WriteGate:
+        return self._writer
 
     def _delete_ids(self, ids: Sequence[str], scope: Any) -> dict[str, Any]:
         scope_obj = self._scopes.resolve(scope, current_scope())

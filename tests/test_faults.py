@@ -29,6 +29,7 @@ from stores import NOW, SCOPE, make_store, mem
 from test_server import GATE, _free_port, start_server, stop_server
 
 import shared_core.store.backend as backend_module
+import shared_core.store.chroma as chroma_module
 import shared_core.store.collections as collections_module
 import shared_core.store.ledger as ledger_module
 import shared_core.store.sync as sync_module
@@ -187,8 +188,8 @@ def fail_step(monkeypatch: pytest.MonkeyPatch, step: str, error: OSError, *, app
         monkeypatch.setattr(module, "chroma_call", patched)
 
 
-STORE_MODULES = (backend_module, collections_module, ledger_module, sync_module)
-"""Every module of the store that calls Chroma."""
+STORE_MODULES = (backend_module, chroma_module, collections_module, ledger_module, sync_module)
+"""Every module of the store that calls Chroma on a write or a query (opening excluded)."""
 
 ENOSPC = OSError(errno.ENOSPC, "No space left on device")
 EROFS = OSError(errno.EROFS, "Read-only file system")

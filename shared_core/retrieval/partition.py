@@ -13,7 +13,7 @@ metadata) and decoded only when a query or the write gate needs one.
 partition's buffers: appends write past the rows a view sees, and an in-place change (a row
 replaced or moved) first copies a buffer a view was handed (copy-on-write).
 
-**Exactly rank-bm25's scores.** :class:`PostingsBM25` reproduces ``LuceneBM25Okapi`` of
+**Exactly rank-bm25's scores.** :class:`~.postings.PostingsBM25` reproduces ``LuceneBM25Okapi`` of
 :mod:`.bm25` (``K1``, ``B``, ``lucene_idf`` from there) term by term with the same floating-point
 expression, bit for bit (tested against ``BM25Partition`` under random writes and deletes). It
 lives here because ``BM25Partition`` has no incremental API yet; the ``bm25s`` engine keeps the
@@ -38,7 +38,8 @@ from numpy.typing import NDArray
 
 from ..model import MemoryRecord, encode_record, record_from_metadata
 from ..text import tokenize
-from .bm25 import K1, B, BM25Engine, BM25Partition, CorpusStats, lucene_idf
+from .bm25 import BM25Engine, BM25Partition
+from .postings import EMPTY_TOKEN, Postings, PostingsBM25
 
 __all__ = [
     "Partition",
@@ -51,10 +52,6 @@ __all__ = [
 
 PartitionKey = tuple[str, str, str]
 """(memory_space_id, route or "", bucket)."""
-Postings = dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]]
-"""term -> (rows holding it, its frequency in each)."""
-
-_EMPTY_TOKEN = ""  # rank-bm25 divides by the average length: an empty memory gets one empty token
 
 
 def record_text(record: MemoryRecord) -> str:
@@ -198,119 +195,6 @@ class _RecordSeq(Sequence[MemoryRecord]):
             yield self[i]
 
 
-class _DocSets(Sequence[frozenset[str]]):
-    """Token sets of a view's memories, computed for the rows a query asks about only."""
-
-    def __init__(self, rows: list[StoredRow]) -> None:
-        self._rows = rows
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [r.token_set() for r in self._rows[i]]
-        return self._rows[i].token_set()
-
-
-class _DocFreq(Mapping[str, int]):
-    """Document frequency per term, read from a postings snapshot."""
-
-    def __init__(self, postings: Mapping[str, tuple[NDArray[np.int64], NDArray[np.float64]]]) -> None:
-        self._p = postings
-
-    def __getitem__(self, term: str) -> int:
-        if term == _EMPTY_TOKEN or term not in self._p:
-            raise KeyError(term)
-        return int(self._p[term][0].size)
-
-    def __contains__(self, term: object) -> bool:
-        return term != _EMPTY_TOKEN and term in self._p
-
-    def __iter__(self) -> Iterator[str]:
-        return (t for t in self._p if t != _EMPTY_TOKEN)
-
-    def __len__(self) -> int:
-        return len(self._p) - (1 if _EMPTY_TOKEN in self._p else 0)
-
-
-class PostingsBM25:
-    """An immutable BM25 snapshot over postings (the interface of ``BM25Partition``).
-
-    Scores are rank-bm25's ``LuceneBM25Okapi`` scores, computed the same way (see module docstring).
-    """
-
-    def __init__(
-        self,
-        ids: Sequence[str],
-        rows: list[StoredRow],
-        postings: Mapping[str, tuple[NDArray[np.int64], NDArray[np.float64]]],
-        doc_len: NDArray[np.float64],
-        total_len: int,
-    ) -> None:
-        self.ids = ids
-        self.engine: BM25Engine = "rank_bm25"
-        self._postings = postings
-        self._doc_len = doc_len
-        self._total = total_len
-        self._norm: NDArray[np.float64] | None = None
-        self.doc_sets: Sequence[frozenset[str]] = _DocSets(rows)
-        self.df: Mapping[str, int] = _DocFreq(postings)
-        self.stats = CorpusStats(n_docs=len(ids), df=self.df, total_len=total_len)
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def scores(self, query_tokens: Sequence[str]) -> NDArray[np.float64]:
-        """Raw BM25 score of every memory in the partition (unbounded, >= 0)."""
-        n = len(self.ids)
-        if not n or not query_tokens:
-            return np.zeros(n)
-        if self._norm is None:
-            avgdl = self._total / n
-            self._norm = K1 * (1 - B + B * self._doc_len / avgdl)
-        norm = self._norm
-        score = np.zeros(n)
-        for q in query_tokens:
-            posting = self._postings.get(q)
-            if posting is None:
-                continue
-            docs, tf = posting
-            idf = lucene_idf(n, int(docs.size))
-            score[docs] += idf * (tf * (K1 + 1) / (tf + norm[docs]))
-        return score
-
-    def scores_with(self, query_tokens: Sequence[str], stats: CorpusStats) -> NDArray[np.float64]:
-        """BM25 of every memory with the statistics ``stats`` of a corpus this partition is part of.
-
-        The same expression as ``BM25Partition.scores_with`` (a scope's partitions scored as one
-        corpus, H1); with the partition's own ``stats`` it equals :meth:`scores`.
-        """
-        n = len(self.ids)
-        out = np.zeros(n)
-        if not n or not query_tokens:
-            return out
-        norm = K1 * (1 - B + B * self._doc_len / stats.avgdl)
-        for q in query_tokens:
-            posting = self._postings.get(q)
-            if posting is None:
-                continue
-            docs, tf = posting
-            idf = lucene_idf(stats.n_docs, int(stats.df.get(q, 0)))
-            out[docs] += idf * (tf * (K1 + 1) / (tf + norm[docs]))
-        return out
-
-    def top(self, query_tokens: Sequence[str], k: int) -> list[tuple[int, float]]:
-        """Indices and raw scores of the best ``k`` memories with a positive score."""
-        s = self.scores(query_tokens)
-        if s.size == 0:
-            return []
-        k = min(k, s.size)
-        idx = np.argpartition(-s, k - 1)[:k]
-        idx = idx[np.argsort(-s[idx], kind="stable")]
-        return [(int(i), float(s[i])) for i in idx if s[i] > 0.0]
-
-
 @dataclass(frozen=True)
 class PartitionView:
     """An immutable snapshot of a partition that queries read without locks."""
@@ -426,7 +310,7 @@ class Partition:
         for i, row in enumerate(rows):
             raw = row.tokens()
             row.keep_token_set(raw)
-            toks = raw or [_EMPTY_TOKEN]
+            toks = raw or [EMPTY_TOKEN]
             dl[i] = float(len(toks))
             total += len(toks)
             if self.engine == "rank_bm25":
@@ -602,7 +486,7 @@ class Partition:
             self._post_published = False
 
     def _index(self, i: int, tokens: list[str]) -> None:
-        toks = tokens or [_EMPTY_TOKEN]
+        toks = tokens or [EMPTY_TOKEN]
         if self._published and self._dl[i] != 0.0:
             self._own_buffers()
         self._dl[i] = float(len(toks))
@@ -618,7 +502,7 @@ class Partition:
                 self._post[term] = (np.append(got[0], i), np.append(got[1], float(tf)))
 
     def _unindex(self, i: int, tokens: list[str]) -> None:
-        toks = tokens or [_EMPTY_TOKEN]
+        toks = tokens or [EMPTY_TOKEN]
         self._total -= len(toks)
         if self.engine != "rank_bm25":
             return
@@ -639,7 +523,7 @@ class Partition:
         if self.engine != "rank_bm25":
             return
         self._own_postings()
-        for term in set(tokens or [_EMPTY_TOKEN]):
+        for term in set(tokens or [EMPTY_TOKEN]):
             got = self._post.get(term)
             if got is None:
                 continue

@@ -152,6 +152,23 @@ def get_collection_or_none(client: Any, name: str) -> Any:
         raise
 
 
+def kind_collection(client: Any, prefix: str, kind: str, *, read_only: bool) -> Any:
+    """The store's ``<prefix>-<kind>`` bookkeeping collection (ledger, change feed).
+
+    A reader only opens it (``None`` when it does not exist yet: a reader creates nothing); a writer
+    creates it, stamped with its kind and prefix.
+    """
+    name = f"{prefix}-{kind}"
+    if read_only:
+        return chroma_call(f"open {kind}", lambda: get_collection_or_none(client, name))
+    return chroma_call(
+        f"open {kind}",
+        lambda: client.get_or_create_collection(
+            name, metadata={"rg_kind": kind, "rg_prefix": prefix}, embedding_function=None
+        ),
+    )
+
+
 def is_internal_error(exc: BaseException) -> bool:
     """True for Chroma's ``InternalError`` (matched by name: chromadb moves its error classes)."""
     return type(exc).__name__ == "InternalError"

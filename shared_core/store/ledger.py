@@ -27,7 +27,7 @@ from ..errors import StoreError
 from ..timeutil import from_epoch
 from ..write.candidate import MemoryCandidate
 from ..write.ledger import HeldCandidate
-from .chroma import READ_RETRIES, chroma_call, get_collection_or_none
+from .chroma import READ_RETRIES, chroma_call, kind_collection
 from .mirror import TombstoneMirror
 
 __all__ = ["LEDGER_KINDS", "ChromaLedger"]
@@ -85,21 +85,10 @@ class ChromaLedger:
         with self._mutex:
             col = self._cols.get(kind)
             if col is None:
-                name = f"{self.prefix}-{kind}"
                 client = self.client
-                if self.read_only:
-                    col = chroma_call(f"open {kind}", lambda: get_collection_or_none(client, name))
-                    if col is None:
-                        return None
-                else:
-                    col = chroma_call(
-                        f"open {kind}",
-                        lambda: client.get_or_create_collection(
-                            name,
-                            metadata={"rg_kind": kind, "rg_prefix": self.prefix},
-                            embedding_function=None,
-                        ),
-                    )
+                col = kind_collection(client, self.prefix, kind, read_only=self.read_only)
+                if col is None:
+                    return None
                 self._cols[kind] = col
             return col
 

@@ -11,42 +11,9 @@ scope's partitions, a recall gate and a write gate.
   and lifecycle methods. There is no ungated write path: the Chroma backend is private to the
   store and handed to the write gate alone.
 
-**Several clients, one truth (H2, H3).** Any number of processes or machines share a store through
-a Chroma server (:meth:`MemoryStore.http`); an embedded folder has one writer (a file lock: a
-second writer gets :class:`~shared_core.errors.StoreLockedError` within ``lock_timeout``) and any
-number of readers (``read_only=True``, e.g. the MCP server next to ``recall-gate query``). The
-coherence protocol (:mod:`shared_core.store.sync`):
-
-- *What a reader may serve stale:* nothing that was written before its call began. Every query and
-  every write first reads the heads of the space it touches (one small Chroma read, every call; no
-  time-to-live) and applies the writes, corrections, approvals and forgets other clients
-  committed since, as deltas into its partitions. A change whose writer's call has returned is
-  seen by every call that starts afterwards; a change still in flight may or may not be.
-- *Server unreachable:* the heads cannot be read, so the call raises
-  :class:`~shared_core.errors.StoreUnavailableError` (retryable). A cached partition is never
-  served as fresh after a check that could not be made (fail closed).
-- *Two writers:* each memory is one Chroma record written by idempotent upsert, and writers never
-  read-modify-write each other's records except to merge evidence or link a correction; a race
-  there leaves both memories whole (the supersede link is also derived from the successor's
-  ``supersedes``, :mod:`shared_core.retrieval.partition`). A writer that dies mid-commit leaves its
-  head "pending": readers keep re-reading what it may have written.
-- *Forgets across clients:* every query drops hits whose source or id is tombstoned (one ledger
-  read, :mod:`shared_core.store.safety`), so a forget holds for every client from the moment its
-  tombstone is written, even before its deletes land or while another process races a write of
-  the same source (which is then forgotten again after it commits).
-- *Embedded reader next to its writer:* the feed lives in ``<path>/feed.sqlite3`` (opened
-  ``mode=ro`` by readers); chromadb keeps its vector index per process, so a reader whose Chroma
-  cannot find vectors the writer added reopens its client once. The store writes nothing through a
-  reader (Chroma's own ``PersistentClient`` still touches its lock table and HNSW files on open and
-  close: a chromadb behaviour, not ours).
-
-**Erasure (L2).** :meth:`forget` and :meth:`delete` of an embedded store end with
-:meth:`compact` (``erase_on_forget=True``, default): Chroma's write-ahead log, full-text index and
-free pages are scrubbed so the forgotten text is in no byte of the store's folder
-(:mod:`shared_core.store.erasure`); a compaction that cannot run then (a reader holding the file)
-is retried on the next forget, compact or open. Tombstones are mirrored outside the data folder
-(:mod:`shared_core.store.mirror`) and re-applied when a writer opens, so a restored backup cannot
-bring a forgotten memory back.
+**Several clients, one truth (H2, H3)** and **erasure (L2)**: the coherence protocol (what a reader
+may serve stale and for how long, an unreachable server, two writers, forgets across clients) and
+the erasure guarantee are written down in :mod:`shared_core.store`.
 """
 
 from __future__ import annotations
@@ -63,7 +30,7 @@ from numpy.typing import NDArray
 
 from ..audit import AuditSink, JsonlSink
 from ..config import ConfigBook, GateConfig, WritePolicy
-from ..errors import InputError, StoreError, StoreLockedError
+from ..errors import InputError, StoreError
 from ..model import Hit, MemoryRecord, Scope, coerce_scope
 from ..recall.gate import GateResult, RecallGate
 from ..recall.rules import DEFAULT_RULES, Rule
@@ -76,10 +43,17 @@ from ..write.authority import WritePath
 from ..write.candidate import MemoryCandidate, WriteDecision
 from ..write.gate import WriteGate
 from .backend import ChromaBackend
-from .chroma import chroma_call, set_http_timeout
-from .erasure import compact_chroma, scrub_hnsw
+from .erasure import scrub_hnsw
 from .ledger import ChromaLedger
-from .opening import mirror_for, open_client, persistent_client, recover
+from .opening import (
+    Compaction,
+    acquire_writer_lock,
+    connect_http,
+    mirror_for,
+    open_client,
+    persistent_client,
+    recover,
+)
 from .safety import MAX_CANDIDATES, MAX_QUERY_CHARS, check_query, drop_tombstoned, settle_late_writes
 from .sync import stable_writer_id
 
@@ -175,7 +149,7 @@ class MemoryStore:
             try:
                 self.path.mkdir(parents=True, exist_ok=True)
                 if not read_only:
-                    self._acquire_writer_lock(lock_timeout)
+                    self._lock_file = acquire_writer_lock(self.path, lock_timeout)
             except OSError as exc:  # a read-only folder or disk, no permission: typed, not a crash
                 raise StoreError(
                     f"cannot open the store at {self.path} for writing ({type(exc).__name__}); "
@@ -194,6 +168,9 @@ class MemoryStore:
 
         # Thresholds belong to the embedding (DESIGN "Scores"): settings a config leaves unset
         # (min_score, the relative rule) come from the embedding's calibration.
+        self._compaction = Compaction(
+            self.path, embedded=self._owns_client, read_only=read_only, erase_on_forget=erase_on_forget
+        )
         self.gate = RecallGate(
             config if config is not None else GateConfig(),
             rules=rules,
@@ -228,9 +205,9 @@ class MemoryStore:
         )
         if not read_only:
             embedded = self.path is not None and self._owns_client
-            recover(self._writer, self._backend, self._ledger, embedded=embedded, mark=self._mark_compaction)
-            if self._compact_pending():
-                self._try_compact()
+            recover(self._writer, self._backend, self._ledger, embedded=embedded, mark=self._compaction.mark)
+            if self._compaction.pending():
+                self._compaction.attempt(self.compact)
 
     @staticmethod
     def exists(path: str | Path) -> bool:
@@ -275,28 +252,8 @@ class MemoryStore:
             StoreUnavailableError: if the server cannot be reached, or a call waits longer than
                 ``timeout`` (retryable: writes are idempotent upserts).
         """
-        import chromadb
-
-        client = chroma_call("connect", lambda: chromadb.HttpClient(host=host, port=port))
-        set_http_timeout(client, timeout)
-        chroma_call("heartbeat", client.heartbeat)
+        client = connect_http(host, port, timeout)
         return cls(None, client=client, **kwargs)
-
-    def _acquire_writer_lock(self, timeout: float) -> None:
-        from filelock import FileLock, Timeout
-
-        if self.path is None:  # pragma: no cover - only called for persistent stores
-            return
-        lock = FileLock(str(self.path / ".writer.lock"))
-        try:
-            lock.acquire(timeout=timeout)
-        except Timeout:
-            raise StoreLockedError(
-                f"the store at {self.path} is open for writing by another process; "
-                "open it read-only (MemoryStore(path, read_only=True)), or use a Chroma server for "
-                "several writers"
-            ) from None
-        self._lock_file = lock
 
     def close(self) -> None:
         """Save partition snapshots, release the writer lock and the Chroma client (the store cannot be used afterwards)."""
@@ -434,10 +391,10 @@ class MemoryStore:
             ``{"source_record_id", "memories", "quarantined", "ids"}`` (counts and ids, no text).
         """
         self._check_open()
-        self._mark_compaction()
+        self._compaction.mark()
         with self._backend.operation():
             result = lifecycle.forget(self._writer, source_record_id)
-        return self._erase(result)
+        return self._compaction.erase(result, self.compact)
 
     def delete(
         self, ids: Sequence[str], *, memory_space_id: str, scope: Scope | Mapping[str, Any] | None = None
@@ -448,11 +405,11 @@ class MemoryStore:
         :func:`shared_core.write.lifecycle.delete`).
         """
         self._check_open()
-        self._mark_compaction()
+        self._compaction.mark()
         with self._backend.operation():
             done = lifecycle.delete(self._writer, ids, memory_space_id=memory_space_id, scope=scope)
         if done["deleted"]:
-            self._erase({})
+            self._compaction.erase({}, self.compact)
         return len(done["deleted"])
 
     def correct(
@@ -521,31 +478,7 @@ class MemoryStore:
         if self.path is None or not self._owns_client:
             raise StoreError("compact() works on an embedded store; stop the server and compact its folder")
         with self._writer.lock:
-            self._mark_compaction()
-            result = compact_chroma(self.path / "chroma")
-            (self.path / ".compact-pending").unlink(missing_ok=True)
-        return result
-
-    def _mark_compaction(self) -> None:
-        """Note that deleted text may be on disk until a compaction ran (a crash then compacts at open)."""
-        if self.path is not None and self._owns_client and not self.read_only and self.erase_on_forget:
-            with contextlib.suppress(OSError):
-                (self.path / ".compact-pending").touch()
-
-    def _compact_pending(self) -> bool:
-        return self.path is not None and (self.path / ".compact-pending").exists()
-
-    def _try_compact(self) -> bool:
-        try:
-            self.compact()
-        except StoreError:
-            return False
-        return True
-
-    def _erase(self, result: dict[str, Any]) -> dict[str, Any]:
-        embedded = self.path is not None and self._owns_client
-        result["compacted"] = self._try_compact() if self.erase_on_forget and embedded else False
-        return result
+            return self._compaction.run()
 
     # -- reads ----------------------------------------------------------------------------------
 

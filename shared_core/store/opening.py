@@ -14,16 +14,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, StoreError
+from ..errors import InputError, StoreError, StoreLockedError
 from ..write import lifecycle
 from ..write.gate import WriteGate
 from .backend import ChromaBackend
-from .chroma import chroma_call
-from .erasure import scrub_hnsw
+from .chroma import chroma_call, set_http_timeout
+from .erasure import compact_chroma, scrub_hnsw
 from .ledger import ChromaLedger
 from .mirror import TombstoneMirror, default_mirror_path
 
-__all__ = ["mirror_for", "open_client", "persistent_client", "recover"]
+__all__ = [
+    "Compaction",
+    "acquire_writer_lock",
+    "connect_http",
+    "mirror_for",
+    "open_client",
+    "persistent_client",
+    "recover",
+]
 
 
 def persistent_client(folder: Path, *, scrub: bool) -> Any:
@@ -104,3 +112,76 @@ def recover(
         resumed = lifecycle.resume(gate)  # finish any forget a crash (or a restore) interrupted
     if resumed or found:
         mark()
+
+
+def connect_http(host: str, port: int, timeout: float | None) -> Any:
+    """A Chroma ``HttpClient`` with a per-call ``timeout`` whose server answered a heartbeat."""
+    import chromadb
+
+    client = chroma_call("connect", lambda: chromadb.HttpClient(host=host, port=port))
+    set_http_timeout(client, timeout)
+    chroma_call("heartbeat", client.heartbeat)
+    return client
+
+
+def acquire_writer_lock(path: Path, timeout: float) -> Any:
+    """The folder's writer lock (one writer per embedded folder), or :class:`StoreLockedError`."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(path / ".writer.lock"))
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout:
+        raise StoreLockedError(
+            f"the store at {path} is open for writing by another process; "
+            "open it read-only (MemoryStore(path, read_only=True)), or use a Chroma server for "
+            "several writers"
+        ) from None
+    return lock
+
+
+class Compaction:
+    """When an embedded writer compacts (L2): a marker file says deleted text may be on disk.
+
+    The marker is written before a forget or delete and removed by a finished compaction, so a
+    crash in between compacts at the next open. Stores that do not own an embedded folder (a
+    server, a reader) never mark; ``erase_on_forget=False`` leaves compaction to the caller.
+    """
+
+    def __init__(self, path: Path | None, *, embedded: bool, read_only: bool, erase_on_forget: bool) -> None:
+        self.path = path if embedded else None
+        self.active = self.path is not None and not read_only and erase_on_forget
+        self.erase_on_forget = erase_on_forget
+
+    def mark(self) -> None:
+        """Note that deleted text may be on disk until a compaction ran."""
+        if self.active and self.path is not None:
+            with contextlib.suppress(OSError):
+                (self.path / ".compact-pending").touch()
+
+    def pending(self) -> bool:
+        """Whether a forget or delete may have left text on disk (a compaction did not finish)."""
+        return self.path is not None and (self.path / ".compact-pending").exists()
+
+    def run(self) -> dict[str, Any]:
+        """Compact the folder now (the caller holds the writer's lock) and clear the marker."""
+        assert self.path is not None
+        self.mark()
+        result = compact_chroma(self.path / "chroma")
+        (self.path / ".compact-pending").unlink(missing_ok=True)
+        return result
+
+    @staticmethod
+    def attempt(compact: Callable[[], Any]) -> bool:
+        """Run ``compact``; ``False`` when it could not run now (retried by the next forget, compact or open)."""
+        try:
+            compact()
+        except StoreError:
+            return False
+        return True
+
+    def erase(self, result: dict[str, Any], compact: Callable[[], Any]) -> dict[str, Any]:
+        """``result`` with ``compacted``: whether the forget's text left the disk now."""
+        embedded = self.path is not None
+        result["compacted"] = self.attempt(compact) if self.erase_on_forget and embedded else False
+        return result

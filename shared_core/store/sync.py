@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
-from .chroma import READ_RETRIES, chroma_call, get_collection_or_none
+from .chroma import READ_RETRIES, chroma_call, kind_collection
 
 __all__ = ["FEED_KINDS", "ChangeFeed", "ChromaFeedStorage", "Head", "SqliteFeedStorage", "stable_writer_id"]
 
@@ -106,20 +106,9 @@ class ChromaFeedStorage:
             col = self._cols.get(kind)
             if col is None:
                 client = self._client() if callable(self._client) else self._client
-                name = f"{self.prefix}-{kind}"
-                if self.read_only:
-                    col = chroma_call(f"open {kind}", lambda: get_collection_or_none(client, name))
-                    if col is None:
-                        return None
-                else:
-                    col = chroma_call(
-                        f"open {kind}",
-                        lambda: client.get_or_create_collection(
-                            name,
-                            metadata={"rg_kind": kind, "rg_prefix": self.prefix},
-                            embedding_function=None,
-                        ),
-                    )
+                col = kind_collection(client, self.prefix, kind, read_only=self.read_only)
+                if col is None:
+                    return None
                 self._cols[kind] = col
             return col
 

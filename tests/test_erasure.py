@@ -164,3 +164,23 @@ def test_scrub_hnsw_zeroes_the_unused_slots_of_both_hnsw_files_and_keeps_the_ind
     client = chromadb.PersistentClient(path=str(folder))
     got = client.get_collection("scrub").query(query_embeddings=[vecs[3].tolist()], n_results=1)
     assert got["ids"] == [["m3"]]
+
+
+@pytest.mark.parametrize("how", ["--store", "--server-folder"])
+def test_recall_gate_compact_erases_what_a_forget_without_compaction_left(tmp_path: Path, how: str) -> None:
+    """`recall-gate compact`: the scheduled compaction of erase_on_forget=False stores, and of a stopped server's folder."""
+    import io
+
+    from shared_core.apps.cli import main as cli_main
+
+    folder = tmp_path / "store"
+    with make_store(folder, erase_on_forget=False) as store:
+        write_canary(store)
+        assert store.forget("ticket-9")["compacted"] is False
+    assert "chroma/chroma.sqlite3" in files_with_canary(folder)
+    target = str(folder) if how == "--store" else str(folder / "chroma")
+    out = io.StringIO()
+    assert cli_main(["compact", how, target, "--json"], out=out) == 0
+    assert json.loads(out.getvalue())["scrubbed"] >= 1
+    assert files_with_canary(folder) == []
+    assert cli_main(["compact", "--server-folder", str(tmp_path / "nowhere")], out=io.StringIO()) == 2

@@ -30,6 +30,7 @@ from ..version import __version__
 from .commands import (
     add_store_arguments,
     cmd_add,
+    cmd_compact,
     cmd_forget,
     cmd_quarantine,
     cmd_query,
@@ -239,6 +240,25 @@ def _parser() -> argparse.ArgumentParser:
     add_store_arguments(f)
     f.add_argument("--json", action="store_true", help="print the report as JSON")
     f.set_defaults(func=cmd_forget)
+
+    c = sub.add_parser(
+        "compact",
+        help="make deleted text leave the disk (forget does this itself on an embedded store)",
+        description=(
+            "Scrub Chroma's write-ahead log, merge its full-text index, VACUUM the database and zero "
+            "the unused HNSW capacity, so that forgotten and deleted text is in no byte of the "
+            "folder. `forget` runs it on an embedded store; run it on a schedule for a store opened "
+            "with erase_on_forget=False, or with --server-folder on the folder of a stopped "
+            "`chroma run --path DIR`."
+        ),
+    )
+    where = c.add_mutually_exclusive_group(required=True)
+    where.add_argument("--store", metavar="DIR", help="the store folder (needs the writer)")
+    where.add_argument(
+        "--server-folder", metavar="DIR", help="the --path folder of a Chroma server that has stopped"
+    )
+    c.add_argument("--json", action="store_true", help="print the counts as JSON")
+    c.set_defaults(func=cmd_compact, chroma_host=None, chroma_port=8000)
 
     e = sub.add_parser(
         "eval",

@@ -379,3 +379,22 @@ def cmd_forget(args: argparse.Namespace, out: TextIO) -> int:
         )
         print(f"recall-gate: warning: source {shown(args.source)!r}: {note}", file=sys.stderr)
     return 0
+
+
+def cmd_compact(args: argparse.Namespace, out: TextIO) -> int:
+    """``recall-gate compact``: deleted text leaves the bytes of a store's (or a stopped server's) folder (L2)."""
+    if args.server_folder:
+        from ..store.erasure import compact_chroma
+
+        folder = Path(args.server_folder)
+        if not (folder / "chroma.sqlite3").is_file():
+            raise InputError(f"no Chroma folder at {folder}: it holds no chroma.sqlite3")
+        report = compact_chroma(folder)
+    else:
+        with open_store(args, mode="write", command="compact") as store:
+            report = store.compact()
+    if args.json:
+        print(json_line(report), file=out)
+    else:
+        print(f"compacted: {report.get('scrubbed', 0)} log rows scrubbed, {report.get('ms', 0)} ms", file=out)
+    return 0

@@ -7,9 +7,9 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from invariants import assert_finite_scores, assert_no_text, assert_partition, assert_scope_safe
+from invariants import assert_finite_scores, assert_no_text, assert_partition, assert_scope_safe, visible_to
 
-from shared_core import GateConfig, Hit, RecallGate, Scope
+from shared_core import GateConfig, Hit, MemoryRecord, RecallGate, Scope
 from shared_core.testing import FrozenClock
 
 NOW = datetime(2026, 7, 13, tzinfo=timezone.utc)
@@ -80,11 +80,23 @@ def test_partition_accepted_plus_rejected_is_the_input(hits: list[dict[str, Any]
 
 @given(batches(), configs)
 def test_scope_safety_whatever_the_score(hits: list[dict[str, Any]], cfg: GateConfig) -> None:
-    """No hit outside the scope is accepted, even with score 1.0 and every other field perfect."""
+    """No hit outside the scope is accepted, even with score 1.0 and every other field perfect.
+
+    Only the scope fields (user, agent, space, route, visibility) vary; every in-scope hit is then
+    accepted (up to ``max_hits``), so the property is not met by rejecting everything.
+    """
     for h in hits:
-        h["score"] = 1.0
+        h.update(
+            score=1.0, lexical_score=1.0, status="approved", tier="confirmed", tags=[], title="",
+            body=f"plain note {h['id']}", updated_at=NOW,
+        )  # fmt: skip
+        h.pop("supersedes", None)
+    cfg = cfg.replace(min_score=0.5, allow_draft=False)
     result = gate(cfg).evaluate(hits, scope=SCOPE)
     assert_scope_safe(result, SCOPE)
+    records = [MemoryRecord.model_validate({k: v for k, v in h.items() if "score" not in k}) for h in hits]
+    visible = [r for r in records if visible_to(r, SCOPE)]
+    assert len(result.accepted) == min(len(visible), cfg.max_hits)
 
 
 @given(batches(), st.floats(-1.0, 1.0), st.floats(-1.0, 1.0))

@@ -217,12 +217,18 @@ def client_thread(store: MemoryStore, model: ClientModel, *, user: str, users: l
                     kind = "approve_skipped"
                 else:
                     qid = rnd.choice(candidates)
+                    tries = []
                     try:
-                        d = retrying(model, kind, lambda q=qid: store.quarantine_approve(q))
+                        d = retrying(model, kind, lambda q=qid: store.quarantine_approve(q), tries)
                     except RecallGateError as exc:
                         if "no quarantined candidate" not in str(exc):
                             raise
                         d = None  # its source was forgotten (discarded), or approved elsewhere
+                        landed = own_approval_landed(store, qid, tries)
+                        if landed is not None:  # a retry after our own first attempt had landed
+                            append_line(shared / "approved.jsonl", {"id": landed.id})
+                            with model.lock:
+                                model.written[landed.id] = landed.source_record_id or ""
                     with model.lock:
                         model.approved.add(qid)
                         model.ops["approved" if d is not None and d.stored else "approve_refused"] += 1
@@ -243,6 +249,14 @@ def own_write_landed(store: MemoryStore, d: Any, src: str, tries: list[int]) -> 
         return False
     got = store.get([d.id], memory_space_id=SPACE)
     return bool(got) and got[0].source_record_id == src
+
+
+def own_approval_landed(store: MemoryStore, qid: str, tries: list[int]) -> Any:
+    """After a retried approval, the memory our first attempt wrote (the held id ``q_<h>`` becomes ``mem_<h>``)."""
+    if len(tries) < 2 or not qid.startswith("q_"):
+        return None
+    got = store.get([f"mem_{qid[2:]}"], memory_space_id=SPACE)
+    return got[0] if got and (got[0].verification_status or "").startswith("approved_by:") else None
 
 
 def check_result(model: ClientModel, result: Any, scope: Scope, asked: float, shared: Path) -> None:

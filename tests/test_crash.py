@@ -162,7 +162,7 @@ FORGET_POINTS = {
     "after_delete_before_done_head": ("shared_core.store.sync.ChangeFeed.end", 1, "True"),
     "after_delete_before_quarantine_release": ("shared_core.store.ledger.ChromaLedger.release", 1, "True"),
     "before_journal_end": ("shared_core.store.ledger.ChromaLedger.journal_end", 1, "True"),
-    "before_compaction": ("shared_core.store.memory_store.compact_chroma", 1, "True"),
+    "before_compaction": ("shared_core.store.opening.compact_chroma", 1, "True"),
 }
 
 KEEP = "The kite shed is behind the boathouse."

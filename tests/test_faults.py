@@ -372,3 +372,27 @@ def test_regression_a_read_racing_a_write_is_retried(tmp_path: Path, monkeypatch
         store.add([mem(BODY_B)])
     assert_indexes_agree(store, "s1")
     store.close()
+
+
+def test_regression_an_approval_retried_after_its_reply_was_lost_writes_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server goes away after an approval's commit, before the held candidate is released: the retry writes nothing twice.
+
+    Found by the load test through a server: the retry merged the memory into itself (evidence +1
+    for one reviewer's approval) and the client's model counted it as a merge.
+    """
+    store = make_store(tmp_path / "store")
+    [held] = store.add([mem(INJECTION, origin="external_unverified", tier="tentative", cited=False)])
+    assert held.action is WriteAction.QUARANTINE and held.id
+    with monkeypatch.context() as m:
+        fail_step(m, "quarantine delete", OSError(errno.ECONNRESET, "connection reset"))
+        with pytest.raises(StoreError):
+            store.quarantine_approve(held.id)
+    [first] = store.get(sorted(store.all_ids("s1")), memory_space_id="s1")  # the commit had landed
+    retry = store.quarantine_approve(held.id)
+    assert retry.action is WriteAction.WRITE and retry.id == first.id
+    [after] = store.get([first.id], memory_space_id="s1")
+    assert after.evidence_count == first.evidence_count
+    assert store.quarantine_list() == []
+    assert_indexes_agree(store, "s1")

@@ -55,12 +55,28 @@ def approve(gate: WriteGate, qid: str, *, reviewer: str = "operator") -> WriteDe
             decision = WriteDecision(
                 index=0, action=WriteAction.REJECT, id=qid, reasons=(WriteReason.TOMBSTONED,)
             )
+        elif _already_approved(gate, record):
+            # A retry of an approval whose reply was lost (the server went away after the commit,
+            # before the release): the memory is there; writing it again would merge it into
+            # itself and count one reviewer's approval as new evidence.
+            gate.ledger.release([qid])
+            decision = WriteDecision(index=0, action=WriteAction.WRITE, id=record.id)
         else:
             base = WriteDecision(index=0, action=WriteAction.WRITE, id=record.id)
             [decision] = gate.commit_records([(base, record)], now, dry_run=False)
             gate.ledger.release([qid])
     gate.audit([decision], now, dry_run=False, path=WritePath.operator(name=f"review:{reviewer}"))
     return decision
+
+
+def _already_approved(gate: WriteGate, record: Any) -> bool:
+    """Whether this approval's memory is already stored, from this same held candidate."""
+    got = gate.target.get([record.id], memory_space_id=record.memory_space_id)
+    return bool(got) and (
+        (got[0].verification_status or "").startswith("approved_by:")
+        and got[0].source_record_id == record.source_record_id
+        and got[0].body == record.body
+    )
 
 
 def reject(gate: WriteGate, qid: str) -> bool:

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stores import SCOPE, make_store, mem
+from stores import NOW, SCOPE, make_store, mem
 
-from shared_core import InputError, capture_audit
+from shared_core import InputError, MemoryStore, capture_audit
 from shared_core.model import Scope
+from shared_core.testing import FrozenClock
 from shared_core.write import WriteAction, WriteReason, decide_writes
 from shared_core.write.authority import WritePath
 from shared_core.write.facts import changed_fact
@@ -421,3 +422,28 @@ def test_an_agent_path_gets_one_answer_for_unknown_and_foreign_links() -> None:
     )
     assert (foreign.reasons, foreign.detail) == (unknown.reasons, unknown.detail)
     assert foreign.reasons == (WriteReason.NOT_OWNER,)
+
+
+def test_dedup_does_not_depend_on_batch_boundaries() -> None:
+    """The same records in one call or one per call: the same decisions (near-duplicates in one batch merge too).
+
+    Found loading the SituatedQA dev export: `recall-gate add` (batches of 100) merged 11 reworded
+    questions that the 1,000-record bulk import wrote twice.
+    """
+    items = [
+        mem("Q: who won women's college basketball championship last year? A: Baylor",
+            title="who won women's college basketball championship last year", id="sqa-1", source_record_id="s/1"),
+        mem("Q: who won the women's college basketball last year? A: Baylor",
+            title="who won the women's college basketball last year", id="sqa-2", source_record_id="s/2"),
+        mem("The kite shed is behind the boathouse.", id="k-1", source_record_id="s/3"),
+        mem("Q: who won women's college basketball championship last year? A: Stanford",
+            title="who won women's college basketball championship last year", id="sqa-3", source_record_id="s/6"),
+    ]  # fmt: skip
+    outcomes = []
+    for batched in (True, False):
+        store = MemoryStore.in_memory(clock=FrozenClock(NOW))  # the shipped embedding: real similarities
+        ds = store.add(items) if batched else [store.add([i])[0] for i in items]
+        outcomes.append([(d.action.value, d.id, tuple(r.value for r in d.reasons)) for d in ds])
+        assert ds[1].action is WriteAction.MERGE and ds[1].existing_id == "sqa-1"
+        assert ds[3].action is not WriteAction.MERGE  # a changed answer is never merged
+    assert outcomes[0] == outcomes[1]

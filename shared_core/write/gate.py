@@ -74,6 +74,24 @@ class _Batch:
     links: list[tuple[str, str, str]] = field(default_factory=list)  # (source, space, id)
     repeats_are_evidence: bool = True  # a repeat without a new source counts (operator paths)
 
+    fresh: dict[PartitionKey, list[str]] = field(default_factory=dict)  # new memories per partition
+
+    def near(
+        self, record: MemoryRecord, vector: NDArray[np.float32], *, threshold: float, limit: int
+    ) -> list[tuple[MemoryRecord, float]]:
+        """Memories written earlier in this batch, in the record's partition, with cosine >= ``threshold``.
+
+        The store's neighbours are the committed ones; without these, two near-duplicates in one
+        batch would both be written while the same two in two batches merge (dedup would depend
+        on batch boundaries).
+        """
+        ids = self.fresh.get(partition_key(record), [])
+        if not ids:
+            return []
+        sims = np.stack([self.vectors[i] for i in ids]) @ vector
+        order = np.argsort(-sims)[:limit]
+        return [(self.upserts[ids[i]], float(sims[i])) for i in order if sims[i] >= threshold]
+
     def counts_as_evidence(self, new: MemoryRecord, old: MemoryRecord) -> bool:
         """Whether ``new`` repeating ``old`` is more evidence: another source, or a trusted path's repeat."""
         if new.source_record_id and new.source_record_id != old.source_record_id:
@@ -464,7 +482,11 @@ class WriteGate:
             if earlier is not None and not changed_fact(earlier.body, rec.body):
                 return decided(WriteAction.MERGE, earlier.id, WriteReason.DUPLICATE, existing=earlier.id)
             threshold = self.policy_for(rec.memory_space_id).dedup_threshold
-            for near, _sim in self.target.neighbours(rec, vec, threshold=threshold, limit=5):
+            stored = self.target.neighbours(rec, vec, threshold=threshold, limit=5)
+            nearest = sorted(
+                [*stored, *batch.near(rec, vec, threshold=threshold, limit=5)], key=lambda x: -x[1]
+            )
+            for near, _sim in nearest[:5]:
                 near = self._current(batch, near)
                 if near.superseded_by is not None or near.id in replaced_ids or near.id == rec.id:
                     continue
@@ -508,6 +530,7 @@ class WriteGate:
                 reasons.append(WriteReason.REBASED)
         batch.upserts[rec.id] = rec
         batch.vectors[rec.id] = vec
+        batch.fresh.setdefault(partition_key(rec), []).append(rec.id)
         batch.by_text[memory_id(rec.scope, rec.title, rec.body)] = rec.id
         if attr_key:
             batch.by_attr[attr_key] = rec

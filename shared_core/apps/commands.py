@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import json
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from ..errors import HitParseError, InputError, StoreLockedError
 from ..model import Origin, Scope
+from ..model.jsonl import iter_jsonl
 from ..write.authority import WritePath
 from .output import cell_width, fit, json_line, one_line, plural, print_result, recall_summary, shown
 
@@ -45,49 +45,12 @@ __all__ = [
     "cmd_query",
     "default_reviewer",
     "open_store",
-    "read_jsonl",
     "write_path_of",
 ]
 
 Mode = Literal["read", "write", "create"]
 MAX_PROBLEM_LINES = 20
 PREVIEW_CELLS = 72
-
-
-def read_jsonl(path: str | Path, *, kind: str = "hits") -> list[tuple[int, dict[str, Any]]]:
-    """Read a JSON-lines file: ``(line number, object)`` per non-blank line.
-
-    Args:
-        path: the file.
-        kind: what the file holds, for messages (``"hits"``, ``"memories"``).
-
-    Raises:
-        InputError: if the file cannot be read.
-        HitParseError: naming the first line that is not a JSON object (and the column).
-    """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{kind} file not found: {p}") from None
-    except IsADirectoryError:
-        raise InputError(f"{kind} file {p} is a folder, not a file") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{kind} file {p} is not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(f"cannot read {kind} file {p}: {type(exc).__name__}") from None
-    out: list[tuple[int, dict[str, Any]]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise HitParseError(f"not valid JSON, column {exc.colno}: {exc.msg}", line=number) from None
-        if not isinstance(obj, dict):
-            raise HitParseError(f"expected a JSON object, got {type(obj).__name__}", line=number)
-        out.append((number, obj))
-    return out
 
 
 def default_reviewer() -> str:
@@ -207,7 +170,7 @@ def cmd_add(args: argparse.Namespace, out: TextIO) -> int:
 
     path = write_path_of(args)
     try:
-        rows = read_jsonl(args.input, kind="memories")
+        rows = list(iter_jsonl(args.input, what="memories file"))
     except HitParseError as exc:
         raise InputError(
             f"{args.input}, {exc}; nothing was written (the whole file is checked before any write): "

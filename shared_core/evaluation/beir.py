@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import csv
-import json
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import ConfigBook, GateConfig
 from ..errors import InputError
 from ..model import Scope
+from ..model.jsonl import iter_jsonl
 from ..timeutil import Clock, system_clock
 from .cache import cached_vectors
 from .cases import EvalCase
@@ -39,24 +39,12 @@ class BeirData:
     qrels: dict[str, dict[str, int]]
 
 
-def _read_jsonl(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
-    try:
-        fh = path.open(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"BEIR file not found: {path}") from None
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {type(exc).__name__}") from None
-    with fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path} line {number}: not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict) or "_id" not in obj:
-                raise InputError(f"{path} line {number}: expected an object with '_id'")
-            yield number, obj
+def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The rows of a BEIR JSON-lines file, streamed; each must carry an ``_id``."""
+    for number, obj in iter_jsonl(path, what="BEIR file"):
+        if "_id" not in obj:
+            raise InputError(f"{path} line {number}: expected an object with '_id'")
+        yield number, obj
 
 
 def load_beir(folder: str | Path, *, split: str = "test", limit: int | None = None) -> BeirData:

@@ -5,7 +5,6 @@ See :mod:`shared_core.evaluation` for the format of a case file.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..model import Scope, coerce_scope
+from ..model.jsonl import iter_jsonl
 
 __all__ = ["EvalCase", "load_cases"]
 
@@ -101,22 +101,8 @@ def load_cases(path: str | Path) -> list[EvalCase]:
         InputError: if the file cannot be read, or naming the first invalid line and field.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"case file not found: {p}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read case file {p}: {type(exc).__name__}") from None
     cases: list[EvalCase] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{p} line {number}: not valid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise InputError(f"{p} line {number}: expected a JSON object")
+    for number, obj in iter_jsonl(p, what="case file"):
         case = EvalCase.from_mapping(obj, where=f"{p} line {number}")
         cases.append(case if case.id else _with_id(case, f"line-{number}"))
     if not cases:

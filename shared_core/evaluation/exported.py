@@ -10,13 +10,12 @@ report what was refused and why (issue 11: 0 records refused for their shape).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import ConfigBook, GateConfig
-from ..errors import InputError
+from ..model.jsonl import read_jsonl
 from ..timeutil import Clock, system_clock
 from .cache import CachedEmbedder, cached_vectors
 
@@ -30,30 +29,8 @@ _BATCH = 1000
 
 
 def read_jsonl_records(path: str | Path) -> list[dict[str, Any]]:
-    """Read exported records, one JSON object per line (blank lines skipped).
-
-    Raises:
-        InputError: if the file cannot be read, or naming the first line that is not an object.
-    """
-    p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(f"records file not found: {p}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read records file {p}: {type(exc).__name__}") from None
-    out: list[dict[str, Any]] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{p} line {number}: not valid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise InputError(f"{p} line {number}: expected a JSON object")
-        out.append(obj)
-    return out
+    """Read exported records, one JSON object per line (see :func:`shared_core.model.jsonl.read_jsonl`)."""
+    return read_jsonl(path, what="records file")
 
 
 def _record_text(item: dict[str, Any]) -> str:

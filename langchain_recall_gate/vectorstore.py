@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from langchain_core.documents import Document
@@ -25,6 +25,7 @@ from shared_core.interop import (
     plain_defaults,
     positive_int,
     recall_feedback,
+    staged_batch,
     visible_filter,
     write_feedback,
     write_fields,
@@ -282,14 +283,8 @@ class GatedVectorStore(OperatorActions, VectorStore):
             extras[mid] = doc.metadata
         return items, extras
 
-    @contextlib.contextmanager
-    def _staged(self, extras: Mapping[str, Mapping[str, Any]]) -> Iterator[None]:
-        with self.writer.lock:
-            if self._target is None:
-                yield
-            else:
-                with self._target.staged(extras):
-                    yield
+    def _staged(self, extras: Mapping[str, Mapping[str, Any]]) -> AbstractContextManager[None]:
+        return staged_batch(self.writer.lock, self._target, extras)
 
     def add_documents_with_decisions(
         self,

@@ -9,10 +9,10 @@ ledger and lifecycle as :class:`~shared_core.store.MemoryStore`; queries go thro
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from llama_index.core.bridge.pydantic import PrivateAttr
@@ -35,6 +35,7 @@ from shared_core.interop import (
     plain_defaults,
     positive_int,
     recall_feedback,
+    staged_batch,
     visible_filter,
     write_feedback,
 )
@@ -295,14 +296,8 @@ class GatedVectorStore(OperatorActions, BasePydanticVectorStore):
     def _path(self, scope: Scope) -> WritePath:
         return WritePath.pinned(scope, name="llama_index", **self._authority)
 
-    @contextlib.contextmanager
-    def _staged(self, nodes: Mapping[str, BaseNode]) -> Iterator[None]:
-        with self._writer.lock:
-            if self._target is None:
-                yield
-            else:
-                with self._target.staged(nodes):
-                    yield
+    def _staged(self, nodes: Mapping[str, BaseNode]) -> AbstractContextManager[None]:
+        return staged_batch(self._writer.lock, self._target, nodes)
 
     def submit(
         self, nodes: Sequence[BaseNode], *, scope: ScopeLike | None = None, dry_run: bool = False

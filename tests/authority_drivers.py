@@ -222,7 +222,23 @@ class StoreEntry(Entry):
 # -- LangChain ------------------------------------------------------------------------------------
 
 
-class LangChainEntry(Entry):
+class _FilterEntry(Entry):
+    """An adapter's write filter: what is stored is read through the filter's own write target."""
+
+    def filt(self, scope: Mapping[str, str], **authority: Any) -> Any:
+        raise NotImplementedError
+
+    def _target(self) -> Any:
+        return self.filt({"user_id": "operator", "agent_id": "ops", "memory_space_id": SPACE}).writer.target
+
+    def records(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        return {r.id: r for r in self._target().get(list(ids), memory_space_id=SPACE)}
+
+    def all_ids(self) -> set[str]:
+        return {r.id for r in self._target().records_of_space(SPACE)}
+
+
+class LangChainEntry(_FilterEntry):
     """``langchain_recall_gate.GatedVectorStore`` over a real ``InMemoryVectorStore`` (see the module docstring)."""
 
     name = "langchain"
@@ -276,15 +292,6 @@ class LangChainEntry(Entry):
         self.filt(caller, **AUTHORITY[path_name]).delete(ids)
         return Outcome(deleted=tuple(sorted(before - self.all_ids())))
 
-    def _target(self) -> Any:
-        return self.filt({"user_id": "operator", "agent_id": "ops", "memory_space_id": SPACE}).writer.target
-
-    def records(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
-        return {r.id: r for r in self._target().get(list(ids), memory_space_id=SPACE)}
-
-    def all_ids(self) -> set[str]:
-        return {r.id for r in self._target().records_of_space(SPACE)}
-
 
 # -- LlamaIndex -----------------------------------------------------------------------------------
 
@@ -307,7 +314,7 @@ class _RawRetriever(BaseRetriever):
         ]
 
 
-class LlamaIndexEntry(Entry):
+class LlamaIndexEntry(_FilterEntry):
     """``llamaindex_recall_gate.GatedVectorStore`` over a real ``SimpleVectorStore`` (see the module docstring)."""
 
     name = "llamaindex"
@@ -380,15 +387,6 @@ class LlamaIndexEntry(Entry):
         before = self.all_ids()
         self.filt(caller, **AUTHORITY[path_name]).delete_nodes(ids)
         return Outcome(deleted=tuple(sorted(before - self.all_ids())))
-
-    def _target(self) -> Any:
-        return self.filt({"user_id": "operator", "agent_id": "ops", "memory_space_id": SPACE}).writer.target
-
-    def records(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
-        return {r.id: r for r in self._target().get(list(ids), memory_space_id=SPACE)}
-
-    def all_ids(self) -> set[str]:
-        return {r.id for r in self._target().records_of_space(SPACE)}
 
 
 # -- CLI ------------------------------------------------------------------------------------------

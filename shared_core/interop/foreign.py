@@ -45,6 +45,7 @@ __all__ = [
     "partition_filter",
     "plain_defaults",
     "read_fields",
+    "staged_batch",
     "stored_document",
     "user_metadata",
     "visible_filter",
@@ -353,3 +354,19 @@ class ForeignTarget(ABC):
                         self.ledger.link(rec.source_record_id, rec.memory_space_id, rec.id)
         if deletes:
             self._remove(sorted({mid for _, mid in deletes}))
+
+
+@contextlib.contextmanager
+def staged_batch(lock: Any, target: ForeignTarget | None, extras: Mapping[str, Any]) -> Iterator[None]:
+    """One write batch of an adapter: under its write gate's lock, with the batch's extras staged.
+
+    ``target`` is ``None`` when the adapter writes into a :class:`~shared_core.store.MemoryStore`
+    (nothing foreign to stage).
+    """
+    with lock:
+        if target is None:
+            yield
+        else:
+            with target.staged(extras):
+                yield
+

@@ -207,8 +207,13 @@ def _stemmer() -> Stemmer.Stemmer:
     return st
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """The Snowball (English) stem of a lower-case word of Latin letters; other tokens unchanged."""
+    """The Snowball (English) stem of a lower-case word of Latin letters; other tokens unchanged.
+
+    Cached: words follow Zipf's law, so most calls on a write or a query are repeats (the
+    cache is thread-safe; the stemmer behind it is one per thread).
+    """
     if _LATIN_WORD.fullmatch(word):
         out: str = _stemmer().stemWord(word)
         return out

@@ -150,3 +150,67 @@ def test_decoding_never_breaks_and_spans_stay_in_bounds(noise: str, how: str) ->
     report = screen(text)
     assert all(0 <= f.start < f.end <= len(text) for f in report.findings)
     assert report.has_secret
+
+
+def _despaced_word_by_word(text: str) -> str | None:
+    """The word-by-word definition the one-regex ``_despaced`` must agree with (its oracle)."""
+    import re
+
+    edits: list[tuple[int, int, str]] = []
+    run: list[str] = []
+    run_start = run_end = -1
+
+    def close() -> None:
+        if len(run) >= 9:
+            edits.append((run_start, run_end, "".join(run)))
+
+    for m in re.finditer(r"\S+", text):
+        s, e = m.span()
+        tok = m.group(0)
+        if e - s == 1:
+            if run and s == run_end + 1 and text[run_end] == " ":
+                run.append(tok)
+                run_end = e
+                continue
+            close()
+            run_start, run_end, run = s, e, [tok]
+            continue
+        close()
+        run = []
+        seps = set(tok[1::2])
+        if len(tok) >= 17 and len(tok) % 2 == 1 and len(seps) == 1 and seps <= set(".·•_"):
+            edits.append((s, e, tok[0::2]))
+    close()
+    if not edits:
+        return None
+    out, pos = [], 0
+    for s, e, new in edits:
+        out.extend((text[pos:s], new))
+        pos = e
+    return "".join([*out, text[pos:]])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(["a", "k", "-", "_", ".", "·", "ab", "sk-proj", "\u3042"]),
+            st.text(alphabet="ab._·• \t\n", min_size=0, max_size=6),
+            st.builds(lambda cs, sep: sep.join(cs), st.lists(st.sampled_from("ab1._"), min_size=1, max_size=12), st.sampled_from([" ", ".", "_", "·", "•", "  "])),
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_despaced_agrees_with_its_word_by_word_definition(text: str) -> None:
+    from shared_core.screening.decoding import _despaced
+
+    got = _despaced(text)
+    assert (got[0] if got is not None else None) == _despaced_word_by_word(text)
+
+
+def test_despaced_joins_spelled_out_keys() -> None:
+    from shared_core.screening.decoding import _despaced
+
+    got = _despaced("key: s k - p r o j - a b c d e f then g.h.p._.a.b.c.d.e.f ok")
+    assert got is not None
+    assert got[0] == "key: sk-proj-abcdef then ghp_abcdef ok"

@@ -249,6 +249,7 @@ class Partition:
         self._dl = np.zeros(0, dtype=np.float64)
         self._total = 0
         self._post: Postings = {}
+        self._pending: dict[str, tuple[list[int], list[float]]] = {}  # indexed, not yet in _post
         self._succ: dict[str, str] = {}
         self._rbytes = 0
         self._published = False  # a view shares the buffers: copy before an in-place change
@@ -400,6 +401,7 @@ class Partition:
                     self._dl[i] = 0.0
                     self._index(i, row.tokens())
                 self._link(row)
+            self._flush_postings()
             self._changed()
 
     def remove(self, ids: Iterable[str]) -> int:
@@ -493,19 +495,35 @@ class Partition:
         self._total += len(toks)
         if self.engine != "rank_bm25":
             return
-        self._own_postings()
         for term, tf in Counter(toks).items():
+            rows, tfs = self._pending.setdefault(term, ([], []))
+            rows.append(i)
+            tfs.append(float(tf))
+
+    def _flush_postings(self) -> None:
+        """Append the rows indexed since the last flush, one concatenation per term.
+
+        Postings are copy-on-write arrays (views share them); appending row by row copied a
+        term's whole array once per new memory, quadratic in a batch for common terms.
+        """
+        if not self._pending:
+            return
+        self._own_postings()
+        for term, (rows, tfs) in self._pending.items():
+            new_rows, new_tfs = np.array(rows, dtype=np.int64), np.array(tfs, dtype=np.float64)
             got = self._post.get(term)
             if got is None:
-                self._post[term] = (np.array([i], dtype=np.int64), np.array([float(tf)]))
+                self._post[term] = (new_rows, new_tfs)
             else:
-                self._post[term] = (np.append(got[0], i), np.append(got[1], float(tf)))
+                self._post[term] = (np.concatenate((got[0], new_rows)), np.concatenate((got[1], new_tfs)))
+        self._pending = {}
 
     def _unindex(self, i: int, tokens: list[str]) -> None:
         toks = tokens or [EMPTY_TOKEN]
         self._total -= len(toks)
         if self.engine != "rank_bm25":
             return
+        self._flush_postings()
         self._own_postings()
         for term in set(toks):
             got = self._post.get(term)
@@ -522,6 +540,7 @@ class Partition:
     def _renumber(self, old: int, new: int, tokens: list[str]) -> None:
         if self.engine != "rank_bm25":
             return
+        self._flush_postings()
         self._own_postings()
         for term in set(tokens or [EMPTY_TOKEN]):
             got = self._post.get(term)

@@ -60,6 +60,8 @@ from pathlib import Path
 from re import Match, Pattern
 from typing import Any, Literal, cast
 
+import ahocorasick_rs
+
 from ..errors import ConfigError, InputError
 from .findings import Finding, FindingKind, Severity
 from .registry import FEATURES, VALIDATORS, Validator, register_validator, toml_loads
@@ -431,12 +433,26 @@ def _inside_word(text: str, pos: int) -> bool:
 class RuleSet:
     """Rules of one kind and view, prepared for fast matching (hints looked up once per text)."""
 
-    __slots__ = ("_hint_sets", "_hints", "rules")
+    __slots__ = ("_always", "_automaton", "_by_hint", "_hints", "rules")
 
     def __init__(self, rules: Iterable[Rule]) -> None:
         self.rules = tuple(r for r in rules if r.enabled)
         self._hints = tuple(sorted({h for r in self.rules for h in r.hints}))
-        self._hint_sets = tuple(frozenset(r.hints) for r in self.rules)
+        by_hint: dict[str, list[int]] = {}
+        for i, r in enumerate(self.rules):
+            for h in r.hints:
+                by_hint.setdefault(h, []).append(i)
+        self._by_hint = {h: tuple(ix) for h, ix in by_hint.items()}  # hint -> rules it admits
+        self._always = tuple(i for i, r in enumerate(self.rules) if not r.hints)
+        # One Aho-Corasick pass finds every hint present (overlapping ones too) in one scan of
+        # the text: ~5 us for the ~550 injection hints over 300 characters, against ~90 us for
+        # one ``in`` test per hint (ahocorasick-rs, G-Research; a Rust automaton with typed
+        # Python bindings).
+        self._automaton = (
+            ahocorasick_rs.AhoCorasick(list(self._hints), matchkind=ahocorasick_rs.MatchKind.Standard)
+            if self._hints
+            else None
+        )
 
     def __len__(self) -> int:
         return len(self.rules)
@@ -448,11 +464,13 @@ class RuleSet:
         text itself for views that are lower-case already). Spans are offsets into ``text``.
         """
         low = text.lower() if lowered is None else lowered
-        present = {h for h in self._hints if h in low}
+        chosen = set(self._always)
+        if self._automaton is not None:
+            for h in set(self._automaton.find_matches_as_strings(low, overlapping=True)):
+                chosen.update(self._by_hint[h])
         features: dict[str, bool] = {}
-        for r, hints in zip(self.rules, self._hint_sets, strict=True):
-            if hints and hints.isdisjoint(present):
-                continue
+        for i in sorted(chosen):  # table order: only the rules whose hints the text holds
+            r = self.rules[i]
             if r.also and not any(h in low for h in r.also):
                 continue
             if r.needs:

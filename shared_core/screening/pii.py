@@ -306,6 +306,7 @@ class PiiScreen:
         self._extra = tuple(extra_patterns)
         self._severity = {**PII_SEVERITY, **{p.entity: p.severity for p in self._extra}}
         self._engine: AnalyzerEngine | None = None
+        self._asked: tuple[str, ...] | None = None
         self._lock = threading.Lock()
         rules = (engine if engine is not None else default_engine()).ruleset("pii").rules
         self._rules = RuleSet(r for r in rules if r.id in self.entities and r.score >= score_threshold)
@@ -378,8 +379,20 @@ class PiiScreen:
         digits = FEATURES["digits7"](text, text)
         ip = FEATURES["ip_shape"](text, text)
         return [
-            e for e in self.entities if (digits or e not in _DIGIT_ENTITIES) and (ip or e != "IP_ADDRESS")
+            e
+            for e in self._presidio_entities()
+            if (digits or e not in _DIGIT_ENTITIES) and (ip or e != "IP_ADDRESS")
         ]
+
+    def _presidio_entities(self) -> tuple[str, ...]:
+        """The wanted entities Presidio has a recognizer for (the rest are the rule table's).
+
+        Asking Presidio for an entity it has no recognizer for logs a warning on every call.
+        """
+        if self._asked is None:
+            known = set(self.engine.get_supported_entities(language="en"))
+            self._asked = tuple(e for e in self.entities if e in known)
+        return self._asked
 
 
 def _result_ok(text: str, entity: str, start: int, end: int) -> bool:

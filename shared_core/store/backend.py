@@ -391,14 +391,16 @@ class ChromaBackend:
             for mid in dels:
                 for part in parts.values():
                     part.remove([mid])
-            for rec, vec in zip(records, vectors, strict=True):
+            landing: dict[PartitionKey, list[int]] = defaultdict(list)  # one upsert per partition
+            for i, rec in enumerate(records):
                 key = partition_key(rec)
                 old = previous.get(rec.id)
                 if old is not None and old != key and old in parts:
                     parts[old].remove([rec.id])
-                target = parts.get(key)
-                if target is not None:
-                    target.upsert([StoredRow(rec)], vec[None, :])
+                if key in parts:
+                    landing[key].append(i)
+            for key, rows in landing.items():
+                parts[key].upsert([StoredRow(records[i]) for i in rows], vectors[rows])
         except Exception:
             # Chroma has the truth, and a failed call (a timeout, say) may still have been
             # applied: drop the space's partitions, rebuilt from Chroma on next use.

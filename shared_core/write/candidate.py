@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from enum import Enum
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -202,8 +203,13 @@ def _canonical(text: str) -> str:
     return " ".join(normalize(text).split())
 
 
+@lru_cache(maxsize=512)
 def memory_id(scope: Scope, title: str, body: str) -> str:
-    """Deterministic id: the same normalised text in the same scope gets the same id."""
+    """Deterministic id: the same normalised text in the same scope gets the same id.
+
+    Cached (a few hundred entries): one write asks for the id of the same text several times
+    (contract, tombstones, dedup, commit), and the repeats are free.
+    """
     key = "\x1f".join(
         [
             scope.memory_space_id,

@@ -27,9 +27,11 @@ returns ``None`` and :class:`~shared_core.screening.InjectionScreen` is rules-on
 (``InjectionScreen().semantic`` is ``False``); nothing raises. Errors never carry the text.
 
 The encoder is loaded on first use (about 2 s) and shared by every screen of the process; its calls
-are serialised by the embedding's lock. Cost: about 1 ms of CPU per window (windows of one text
-are embedded in one batch), so a short Japanese memory adds 2-5 ms and a 100,000-character one
-a few seconds.
+are serialised by the embedding's lock. Cost: a few ms of CPU per short text (the windows of
+one text are embedded in one batch); at most :data:`MAX_SCORED_CHARS` characters of windows are
+scored per text, so the semantic screen reads about the first 6,000-16,000 characters of a long
+Japanese or Korean text (sentences and pairs of sentences overlap) and adds about a second at most;
+past that only the rules look (measured in ``benchmarks/screening_eval.py``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from ..text import normalize
 from .findings import Finding, Severity
 
 __all__ = [
+    "MAX_SCORED_CHARS",
     "MAX_WINDOW_CHARS",
     "SHORT_TEXT_CHARS",
     "SemanticInjectionDetector",
@@ -79,7 +82,10 @@ SHORT_TEXT_CHARS = 160
 MAX_WINDOW_CHARS = 240
 """A longer sentence is cut into overlapping pieces of this many characters."""
 _PIECE_STRIDE = 160
-_MAX_PAIRED_SENTENCES = 256  # beyond this many sentences, single sentences only (cost stays linear)
+MAX_SCORED_CHARS = 16_000
+"""The most characters of windows scored in one text (about a second of CPU); the rest is left to
+the rules."""
+_MAX_PAIRED_SENTENCES = 64  # beyond this many sentences, sentences are packed into windows
 _NGRAM_ORDERS = (2, 3)
 
 
@@ -116,9 +122,14 @@ def _sentences(text: str) -> list[tuple[int, int]]:
 
 
 def windows(text: str) -> list[tuple[int, int]]:
-    """The spans of ``text`` that are scored: all of a short text, else sentences and pairs.
+    """The spans of ``text`` that are scored.
 
-    Only spans with kana or Hangul are returned; spans are offsets into ``text``.
+    All of a short text (at most :data:`SHORT_TEXT_CHARS`); else every sentence and every pair of
+    consecutive sentences on one line; a text of more than 64 sentences has its consecutive
+    sentences packed into windows of up to :data:`MAX_WINDOW_CHARS` characters. Only spans with
+    kana or Hangul are returned, in reading order, until they hold :data:`MAX_SCORED_CHARS`
+    characters (the cost of the encoder grows with the characters it reads): the rest of a longer
+    text is left to the rules. Spans are offsets into ``text``.
     """
     if not has_kana_or_hangul(text):
         return []
@@ -127,12 +138,31 @@ def windows(text: str) -> list[tuple[int, int]]:
         start = text.index(stripped[0]) if stripped else 0
         return [(start, start + len(stripped))]
     sents = _sentences(text)
-    spans = list(sents)
     if len(sents) <= _MAX_PAIRED_SENTENCES:
+        spans = list(sents)
         for (s, _), (_, e) in itertools.pairwise(sents):
             if e - s <= 2 * MAX_WINDOW_CHARS and "\n" not in text[s:e].strip():
                 spans.append((s, e))
-    return [sp for sp in spans if has_kana_or_hangul(text[sp[0] : sp[1]])]
+    else:
+        size = MAX_WINDOW_CHARS
+        spans = []
+        cur_s, cur_e = sents[0]
+        for s, e in sents[1:]:
+            if e - cur_s <= size:
+                cur_e = e
+            else:
+                spans.append((cur_s, cur_e))
+                cur_s, cur_e = s, e
+        spans.append((cur_s, cur_e))
+    out: list[tuple[int, int]] = []
+    budget = MAX_SCORED_CHARS
+    for sp in sorted(spans):
+        if has_kana_or_hangul(text[sp[0] : sp[1]]):
+            budget -= sp[1] - sp[0]
+            if budget < 0:
+                break
+            out.append(sp)
+    return out
 
 
 def ngram_features(texts: Sequence[str], dim: int) -> NDArray[np.float64]:

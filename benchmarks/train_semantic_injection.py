@@ -142,10 +142,16 @@ class Embedded:
         return np.asarray([self.cache[t] for t in texts], dtype=np.float64)
 
 
-def doc_score(model: SemanticModel, embed: Embedded, text: str) -> float:
+def doc_scores(model: SemanticModel, embed: Embedded, text: str) -> tuple[float, float]:
+    """``(score of a text that is one window, best window of a longer text)`` (the other -inf)."""
     spans = windows(text)
     pieces = [text[s:e] for s, e in spans]
-    return float(model.score(embed(pieces), pieces).max()) if pieces else float("-inf")
+    if not pieces:
+        return float("-inf"), float("-inf")
+    scores = model.score(embed(pieces), pieces)
+    if len(pieces) == 1:
+        return float(scores[0]), float("-inf")
+    return float("-inf"), float(scores.max())
 
 
 def planted_docs(rows: list[dict[str, Any]], rng: random.Random) -> list[tuple[str, bool, str]]:
@@ -210,23 +216,43 @@ def cross_validate(
     table["fp"] = int(both[y == 0].sum())
     # planted documents: several windows each, so they need their own, higher bar
     rng = random.Random(15)
-    docs: list[tuple[float, bool, str]] = []
+    docs: list[tuple[float, float, bool, str]] = []
     for k in range(len(FOLD_NAMES)):
         val = [r for r in rows if r["fold"] == k]
-        docs.extend((doc_score(models[k], embed, t), a, L) for t, a, L in planted_docs(val, rng))
+        docs.extend((*doc_scores(models[k], embed, t), a, L) for t, a, L in planted_docs(val, rng))
     thr_long = thr
     for L in LANGS:
-        b = np.sort([sc for sc, a, lg in docs if lg == L and not a])[::-1]
-        thr_long = max(thr_long, float(b[int(np.floor(target_fp * len(b)))]) + 1e-9)
+        b = np.sort([sub for whole, sub, a, lg in docs if lg == L and not a and whole < thr])[::-1]
+        n_ben = sum(1 for _, _, a, lg in docs if lg == L and not a)
+        thr_long = max(thr_long, float(b[int(np.floor(target_fp * n_ben))]) + 1e-9)
     table["threshold_long"] = thr_long
     res: dict[str, list[int]] = {}
-    for sc, a, L in docs:
+    hits = []
+    for whole, sub, a, L in docs:
+        hit = whole >= thr or sub >= thr_long
         key = f"{L} {'attack' if a else 'benign'}"
         res.setdefault(key, [0, 0])
-        res[key][0] += int(sc >= thr_long)
+        res[key][0] += int(hit)
         res[key][1] += 1
+        if a:
+            hits.append(hit)
     table["planted"] = res
-    table["planted_det"] = float(np.mean([sc >= thr_long for sc, a, _ in docs if a]))
+    table["planted_det"] = float(np.mean(hits))
+    multi = [i for i, t in enumerate(texts) if len(windows(t)) > 1]
+    for i in multi:
+        sem[i] = doc_scores(models[int(fold[i])], embed, texts[i])[1] >= thr_long
+    both = sem | rule_hit
+    for k, name in enumerate(FOLD_NAMES):
+        for L in LANGS:
+            a = (fold == k) & (lang == L) & (y == 1)
+            b = (fold == k) & (lang == L) & (y == 0)
+            f = table["folds"][f"{name} {L}"]
+            f["semantic"] = (int(sem[a].sum()), int(sem[b].sum()))
+            f["rules+semantic"] = (int(both[a].sum()), int(both[b].sum()))
+    table["det"] = float(both[y == 1].mean())
+    table["det_sem"] = float(sem[y == 1].mean())
+    table["fp"] = int(both[y == 0].sum())
+    table["multi_window_rows"] = len(multi)
     return table
 
 

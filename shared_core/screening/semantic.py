@@ -278,7 +278,14 @@ class SemanticModel:
             dim = int(doc["ngram"]["dim"])
             es = tuple(float(v) for v in doc["emb"]["scale"])
             gs = tuple(float(v) for v in doc["ngram"]["scale"])
-            if emb_w.ndim != 1 or ng_w.shape != (dim,) or len(es) != 2 or len(gs) != 2 or es[1] <= 0 or gs[1] <= 0:
+            if (
+                emb_w.ndim != 1
+                or ng_w.shape != (dim,)
+                or len(es) != 2
+                or len(gs) != 2
+                or es[1] <= 0
+                or gs[1] <= 0
+            ):
                 raise ConfigError(f"{name}: semantic model weights have the wrong shape")
             model = cls(
                 encoder=str(doc["encoder"]),
@@ -344,7 +351,9 @@ class SemanticInjectionDetector:
             )
 
     def __repr__(self) -> str:
-        return f"SemanticInjectionDetector(encoder={self.model.encoder!r}, threshold={self.model.threshold:.3f})"
+        return (
+            f"SemanticInjectionDetector(encoder={self.model.encoder!r}, threshold={self.model.threshold:.3f})"
+        )
 
     def score_texts(self, texts: Sequence[str]) -> NDArray[np.float64]:
         """The score of each text taken whole, as one window (for evaluation).
@@ -387,7 +396,8 @@ class SemanticInjectionDetector:
             EmbeddingError: if the encoder fails (the message names no text).
         """
         hits = sorted(
-            ((s, e, v - bar) for s, e, v, bar in self.window_bars(text) if v >= bar), key=lambda h: (-h[2], h[0])
+            ((s, e, v - bar) for s, e, v, bar in self.window_bars(text) if v >= bar),
+            key=lambda h: (-h[2], h[0]),
         )
         kept: list[tuple[int, int, float]] = []
         for s, e, v in hits:

@@ -14,8 +14,10 @@ deepset prompt-injections, Lakera gandalf, BIPIA e-mails with attacks inserted, 
 Ends with the table of issue 15's targets on the shared data plus the project's own cases
 (``shared_core/data/screening``: ``secrets_cases.jsonl`` and ``injection_cases.jsonl`` rows marked
 ``[issue15]``, ``injection_lang_cases.jsonl`` with splits ``dev``/``check``/``fresh``/``fresh2``
-that the rules were written against and ``fresh3``, written and measured once afterwards).
-``--summary`` prints that table only.
+that the rules were written against, ``dev2`` written later for the semantic screen, and
+``fresh3``, held out), Japanese and Korean each with rules only and with rules + semantic
+(:mod:`shared_core.screening.semantic`). ``--summary`` prints that table only; ``--lang`` the
+Japanese / Korean rows only.
 """
 
 from __future__ import annotations
@@ -314,6 +316,60 @@ def _target_row(name: str, hits: int, n: int, target: str) -> None:
     print(f"| {name:<62} | {hits:>5}/{n:<5} | {rate:6.3f} | {target:<7} | {verdict:<6} |")
 
 
+_LANG_SETS = (
+    ("dev+check+fresh+fresh2 (rules written on them)", ("dev", "check", "fresh", "fresh2")),
+    ("dev2 (written after the rules; semantic trained on it)", ("dev2",)),
+    ("fresh3 (held out, measured once)", ("fresh3",)),
+)
+
+
+def eval_lang(full: InjectionScreen | None = None) -> list[dict[str, Any]]:
+    """Japanese and Korean: rules only against rules + semantic, per set of splits; returns the rows.
+
+    The semantic model was trained on every split but fresh3, so only fresh3 is out-of-sample for
+    it (``benchmarks/train_semantic_injection.py`` prints the cross-validated figures).
+    """
+    full = full if full is not None else InjectionScreen()
+    rules = InjectionScreen(semantic=None)
+    lang_rows = load_jsonl(CASES / "injection_lang_cases.jsonl")
+    configs = (("rules only", rules), (f"rules+semantic (semantic={full.semantic})", full))
+    for lang in ("ja", "ko"):
+        rows_l = [r for r in lang_rows if r["lang"] == lang]
+        for label, splits in _LANG_SETS:
+            att = [r["text"] for r in rows_l if r["expect"] and r["split"] in splits]
+            ben = [r["text"] for r in rows_l if not r["expect"] and r["split"] in splits]
+            for cname, scr in configs:
+                _target_row(
+                    f"injection {lang} {cname}: {label[: label.index(' (')]}",
+                    flagged(scr.scan, att),
+                    len(att),
+                    ">=0.85",
+                )
+                _target_row(
+                    f"injection {lang} {cname}: FP, {label[: label.index(' (')]}",
+                    flagged(scr.scan, ben),
+                    len(ben),
+                    "<=0.03",
+                )
+    texts = [r["text"] for r in lang_rows if r["lang"] in ("ja", "ko") and r["split"] != "fresh3"]
+    for cname, scr in configs:
+        scr.scan(texts[0])
+        cpu, wall = [], []
+        for t in texts:
+            w0, c0 = time.perf_counter(), time.process_time()
+            scr.scan(t)
+            cpu.append((time.process_time() - c0) * 1000)
+            wall.append((time.perf_counter() - w0) * 1000)
+        cpu.sort()
+        wall.sort()
+        print(
+            f"  {cname}: per ja/ko text (n={len(texts)}, median {statistics.median(len(t) for t in texts):.0f} chars) "
+            f"wall median {statistics.median(wall):.2f} ms p95 {wall[int(0.95 * (len(wall) - 1))]:.2f} ms, "
+            f"CPU median {statistics.median(cpu):.2f} ms (the encoder's threads add CPU)"
+        )
+    return lang_rows
+
+
 def eval_summary(data: Path, quick: bool) -> None:
     """The targets of issue 15, one row each."""
     secrets, inj = SecretScreen(), InjectionScreen()
@@ -389,22 +445,7 @@ def eval_summary(data: Path, quick: bool) -> None:
         len(en_ben),
         "<=0.03",
     )
-    lang_rows = load_jsonl(CASES / "injection_lang_cases.jsonl")
-    for lang in ("ja", "ko"):
-        rows_l = [r for r in lang_rows if r["lang"] == lang]
-        for label, fresh in (
-            ("dev+check+fresh+fresh2 (rules written on them)", False),
-            ("fresh3 (written after the rules, measured once)", True),
-        ):
-            att = [r["text"] for r in rows_l if r["expect"] and (r["split"] == "fresh3") == fresh]
-            ben = [r["text"] for r in rows_l if not r["expect"] and (r["split"] == "fresh3") == fresh]
-            _target_row(f"injection {lang}: {label}", flagged(inj.scan, att), len(att), ">=0.85")
-            _target_row(
-                f"injection {lang}: FP, {label[: label.index(' (')]}",
-                flagged(inj.scan, ben),
-                len(ben),
-                "<=0.03",
-            )
+    lang_rows = eval_lang(inj)
     others = [r for r in lang_rows if r["lang"] not in ("ja", "ko")]
     att = [r["text"] for r in others if r["expect"]]
     ben = [r["text"] for r in others if not r["expect"]]
@@ -424,7 +465,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder")
     parser.add_argument("--quick", action="store_true", help="samples only")
     parser.add_argument("--summary", action="store_true", help="the table of targets only")
+    parser.add_argument(
+        "--lang", action="store_true", help="the Japanese / Korean rows only (no shared data)"
+    )
     args = parser.parse_args(argv)
+    if args.lang:
+        eval_lang()
+        return 0
     if not args.data.is_dir():
         print(f"data folder {args.data} not found", file=sys.stderr)
         return 2

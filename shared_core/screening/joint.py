@@ -30,8 +30,10 @@ JOINT_WINDOW = 300
 _SEP = " "  # a line break between two memories does not stop a model from reading on, so the
 # halves are joined the way most rules read across words (some phrase rules stop at a newline)
 _FIELD_SEP = "\n\n"
-# cue scores add weak signals; across two memories they would join unrelated notes into one
-_WEAK = ("instruction_cues_",)
+# cue scores add weak signals, and the semantic classifier scores the meaning of a window of
+# sentences it was trained on one text at a time: across two memories either would read two
+# unrelated notes as one (the phrase rules still see a split instruction)
+_WEAK = ("instruction_cues_", "semantic_instruction_")
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ class JointFinding:
 def _default_scan() -> Callable[[str], list[Finding]]:
     from .injection import InjectionScreen
 
-    return InjectionScreen().scan
+    return InjectionScreen(semantic=None).scan  # its findings would not count across a boundary
 
 
 def joint_findings(
@@ -74,7 +76,8 @@ def joint_findings(
     and that the texts on either side do not have on their own, is reported once with the
     indexes of the texts it starts and ends in. Cue-score findings (``instruction_cues_*``) are not
     counted across a boundary: they add weak signals, and two unrelated notes side by side would
-    add up. Cost: linear in the number of texts.
+    add up; nor are semantic findings (``semantic_instruction_*``), for the same reason. Cost:
+    linear in the number of texts.
 
     Args:
         texts: the texts in reading order (bodies of consecutive memories, say).

@@ -657,3 +657,16 @@ def test_adversarial_long_inputs_stay_linear(unit: str) -> None:
     t0 = time.perf_counter()
     screen(text)
     assert time.perf_counter() - t0 < 8
+
+
+def test_digit_entities_are_found_in_every_field_whichever_holds_the_long_number() -> None:
+    """Presidio's digit recognizers run per block of a record's joined fields (W4): none is missed."""
+    from shared_core.screening import screen_fields
+
+    card = "4111 1111 1111 1111"
+    in_body = screen_fields({"body": f"Pay with {card} today.", "source_record_id": "doc-1383826"})
+    assert [f.rule for f in in_body["body"].findings if f.kind == "pii"] == ["CREDIT_CARD"]
+    in_id = screen_fields({"body": "Lunch at noon.", "source_record_id": "4111111111111111"})
+    assert [f.rule for f in in_id["source_record_id"].findings if f.kind == "pii"] == ["CREDIT_CARD"]
+    two = PiiScreen().scan(f"first block\n\nsecond {card}\n\nthird 5555555555554444")
+    assert sorted(f.rule for f in two) == ["CREDIT_CARD", "CREDIT_CARD"]

@@ -47,6 +47,7 @@ share a module-level engine.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -195,6 +196,7 @@ _REPLACED = ("EmailRecognizer", "PhoneRecognizer", "KrRrnRecognizer")
 # Presidio entities that always hold seven digits close together (SSN, card, IBAN, ...): not
 # asked for on texts without such digits, which is most text (Presidio runs every recognizer's
 # patterns over the whole text otherwise, and that is most of its time).
+_BLOCK = re.compile(r"(?:(?!\n[^\S\n]*\n)[\s\S])+")  # text between blank lines
 _DIGIT_ENTITIES = frozenset(
     {"US_SSN", "US_ITIN", "US_PASSPORT", "US_BANK_NUMBER", "UK_NHS", "CREDIT_CARD", "IBAN_CODE", "KR_RRN"}
 )
@@ -343,14 +345,7 @@ class PiiScreen:
             Finding(kind="pii", rule=r.id, start=st, end=en, severity=r.severity, score=r.score)
             for r, st, en in self._rules.matches(target)
         ]
-        wanted = self._entities_for(target)
-        results = (
-            self.engine.analyze(
-                text=target, language="en", entities=wanted, score_threshold=self.score_threshold
-            )
-            if wanted  # an empty list would ask Presidio for every entity it knows
-            else []
-        )
+        results = self._analyze(target)
         findings.extend(
             Finding(
                 kind="pii",
@@ -370,6 +365,37 @@ class PiiScreen:
                 mapped.append(f.model_copy(update={"start": st, "end": en}))
             findings = mapped
         return resolve_overlaps(findings)
+
+    def _analyze(self, text: str) -> list[Any]:
+        """Presidio's results for ``text``: its digit entities only in the blocks that need them.
+
+        A block is a run of text between blank lines (``screen_fields`` joins a record's fields
+        with one). None of Presidio's digit recognizers matches across a line break, so a block
+        without seven digits close together cannot hold one of their matches: a long number in a
+        record's id no longer runs them over the whole body.
+        """
+        wanted = self._entities_for(text)
+        digit = [e for e in wanted if e in _DIGIT_ENTITIES]
+        rest = [e for e in wanted if e not in _DIGIT_ENTITIES]
+        results: list[Any] = []
+        if rest:  # an empty list would ask Presidio for every entity it knows
+            results.extend(self._run(text, rest))
+        if digit:
+            for m in _BLOCK.finditer(text):
+                block = m.group()
+                if FEATURES["digits7"](block, block):
+                    for r in self._run(block, digit):
+                        r.start += m.start()
+                        r.end += m.start()
+                        results.append(r)
+        return results
+
+    def _run(self, text: str, entities: list[str]) -> list[Any]:
+        return list(
+            self.engine.analyze(
+                text=text, language="en", entities=entities, score_threshold=self.score_threshold
+            )
+        )
 
     def _entities_for(self, text: str) -> list[str]:
         """The entities worth asking Presidio for in ``text``.

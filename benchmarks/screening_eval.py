@@ -14,8 +14,10 @@ deepset prompt-injections, Lakera gandalf, BIPIA e-mails with attacks inserted, 
 Ends with the table of issue 15's targets on the shared data plus the project's own cases
 (``shared_core/data/screening``: ``secrets_cases.jsonl`` and ``injection_cases.jsonl`` rows marked
 ``[issue15]``, ``injection_lang_cases.jsonl`` with splits ``dev``/``check``/``fresh``/``fresh2``
-that the rules were written against, ``dev2`` written later for the semantic screen, and
-``fresh3``, held out), Japanese and Korean each with rules only and with rules + semantic
+that the rules were written against, ``dev2`` written later for the semantic screen, ``fresh3``
+and ``fresh4``, blind sets measured once each and development data since, ``dev3``, hard benign
+look-alikes the over-blocking fixes were made on), Japanese and Korean each with rules only and
+with rules + semantic
 (:mod:`shared_core.screening.semantic`). ``--summary`` prints that table only; ``--lang`` the
 Japanese / Korean rows only.
 """
@@ -319,15 +321,17 @@ def _target_row(name: str, hits: int, n: int, target: str) -> None:
 _LANG_SETS = (
     ("dev+check+fresh+fresh2 (rules written on them)", ("dev", "check", "fresh", "fresh2")),
     ("dev2 (written after the rules; semantic trained on it)", ("dev2",)),
-    ("fresh3 (held out, measured once)", ("fresh3",)),
+    ("fresh3+fresh4 (blind sets, measured once each; development data since)", ("fresh3", "fresh4")),
+    ("dev3 (hard look-alikes; rules fixed and semantic trained on it)", ("dev3",)),
 )
 
 
 def eval_lang(full: InjectionScreen | None = None) -> list[dict[str, Any]]:
     """Japanese and Korean: rules only against rules + semantic, per set of splits; returns the rows.
 
-    The semantic model was trained on every split but fresh3, so only fresh3 is out-of-sample for
-    it (``benchmarks/train_semantic_injection.py`` prints the cross-validated figures).
+    The semantic model is trained on every split of the case file, so these figures are in-sample
+    for it (``benchmarks/train_semantic_injection.py`` prints the cross-validated ones); the blind
+    set of the final measurement is not in the case file.
     """
     full = full if full is not None else InjectionScreen()
     rules = InjectionScreen(semantic=None)
@@ -351,7 +355,7 @@ def eval_lang(full: InjectionScreen | None = None) -> list[dict[str, Any]]:
                     len(ben),
                     "<=0.03",
                 )
-    texts = [r["text"] for r in lang_rows if r["lang"] in ("ja", "ko") and r["split"] != "fresh3"]
+    texts = [r["text"] for r in lang_rows if r["lang"] in ("ja", "ko")]
     for cname, scr in configs:
         scr.scan(texts[0])
         cpu, wall = [], []

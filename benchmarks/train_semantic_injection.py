@@ -8,15 +8,20 @@ downloaded)::
     python benchmarks/train_semantic_injection.py --check    # fail if the shipped file differs
 
 Training rows: the Japanese and Korean rows of ``shared_core/data/screening/injection_lang_cases.jsonl``
-in the development splits ``dev``, ``check``, ``fresh``, ``fresh2`` and ``dev2``. Split ``fresh3`` is
-held out: its rows are dropped as the file is read and never embedded here.
+in the development splits ``dev``, ``check``, ``fresh``, ``fresh2``, ``dev2``, ``fresh3``, ``fresh4``
+and ``dev3`` (fresh3 and fresh4 were each measured once as blind sets and are development data
+since). Rows of any other split are dropped as the file is read and never embedded here; the blind
+set of the final measurement is not in the case file.
 
-Cross-validation: four folds, ``dev+check`` | ``fresh+fresh2`` | ``dev2 batch 1`` | ``dev2 batch 2``
-(a Japanese row and the Korean row written as its counterpart are in the same fold, so the
-multilingual embedding cannot carry a translation across). For each candidate (regularisation of
-the two regressions, number of n-gram buckets) every fold is scored by models trained on the other
-three; the threshold is the value at which the out-of-fold benign rows of each language have at most
-``--target-fp`` flagged. Reported per fold and language: semantic alone, and rules OR semantic (the
+Cross-validation: seven folds, ``dev+check`` | ``fresh+fresh2`` | ``dev2 batch 1`` | ``dev2 batch 2``
+| ``fresh3`` | ``fresh4`` | ``dev3`` (a Japanese row and the Korean row written as its counterpart are
+in the same fold, so the multilingual embedding cannot carry a translation across). For each
+candidate (regularisation of the two regressions, number of n-gram buckets, weight of the benign
+rows: hard negatives, all of them carry trigger words) every fold is scored by models trained on the
+other six; the threshold is the lowest value at which, for each language, at most ``--target-fp`` of
+the out-of-fold benign rows are flagged by the rules or the semantic screen (the screen as shipped:
+the semantic screen gets whatever share of the budget the rules leave, and at most ``--target-fp``
+on its own). Reported per fold and language: semantic alone, and rules OR semantic (the
 screen as shipped), detection and false positives; plus *planted* documents: each out-of-fold attack
 inserted among four out-of-fold benign rows of its language (detection), and documents of five
 benign rows (false positives), scored window by window as the screen does.
@@ -48,47 +53,47 @@ from shared_core.screening.semantic import SemanticModel, ngram_features, window
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "shared_core" / "data" / "screening" / "injection_lang_cases.jsonl"
 OUT = ROOT / "shared_core" / "data" / "screening" / "injection_semantic.json"
-DEV_SPLITS = ("dev", "check", "fresh", "fresh2", "dev2")
-HELD_OUT = "fresh3"
+DEV_SPLITS = ("dev", "check", "fresh", "fresh2", "dev2", "fresh3", "fresh4", "dev3")
 LANGS = ("ja", "ko")
-FOLD_NAMES = ("dev+check", "fresh+fresh2", "dev2 batch 1", "dev2 batch 2")
+FOLD_NAMES = ("dev+check", "fresh+fresh2", "dev2 batch 1", "dev2 batch 2", "fresh3", "fresh4", "dev3")
+_FOLD_OF = {"dev": 0, "check": 0, "fresh": 1, "fresh2": 1, "fresh3": 4, "fresh4": 5, "dev3": 6}
 Arr = NDArray[np.float64]
 
 
 def load_dev_rows() -> list[dict[str, Any]]:
-    """The Japanese and Korean development rows, each with its CV fold (fresh3 dropped unread)."""
+    """The Japanese and Korean development rows, each with its CV fold (other splits dropped unread)."""
     rows: list[dict[str, Any]] = []
     for line in CASES.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         r = json.loads(line)
-        if r["split"] == HELD_OUT or r["split"] not in DEV_SPLITS or r["lang"] not in LANGS:
+        if r["split"] not in DEV_SPLITS or r["lang"] not in LANGS:
             continue
-        if r["split"] in ("dev", "check"):
-            r["fold"] = 0
-        elif r["split"] in ("fresh", "fresh2"):
-            r["fold"] = 1
-        else:
+        if r["split"] == "dev2":
             r["fold"] = 2 if r.get("note") == "dev2 batch 1" else 3
+        else:
+            r["fold"] = _FOLD_OF[r["split"]]
         rows.append(r)
     return rows
 
 
-def logistic(x: Arr, y: Arr, lam: float, *, iters: int = 100) -> tuple[Arr, float]:
+def logistic(x: Arr, y: Arr, lam: float, *, c: Arr | None = None, iters: int = 100) -> tuple[Arr, float]:
     """L2-regularised logistic regression by Newton's method from zero: ``(weights, bias)``.
 
-    The bias is a constant feature, penalised like the weights (the penalty is negligible at these
-    row counts). With more features than rows (the n-gram buckets) the iteration runs in the dual:
-    the weights are ``x.T @ alpha`` (representer theorem), and Newton solves an n x n system.
+    ``c`` weighs each row's loss (default 1). The bias is a constant feature, penalised like the
+    weights (the penalty is negligible at these row counts). With more features than rows (the
+    n-gram buckets) the iteration runs in the dual: the weights are ``x.T @ alpha`` (representer
+    theorem), and Newton solves an n x n system.
     """
     xb = np.hstack([x, np.ones((len(x), 1))])
     n, d = xb.shape
+    c = np.ones(n) if c is None else c
     if d <= n:
         w = np.zeros(d)
         for _ in range(iters):
             p = 1.0 / (1.0 + np.exp(-np.clip(xb @ w, -30, 30)))
-            grad = xb.T @ (p - y) + lam * w
-            hess = (xb * (p * (1 - p))[:, None]).T @ xb + lam * np.eye(d)
+            grad = xb.T @ (c * (p - y)) + lam * w
+            hess = (xb * (c * p * (1 - p))[:, None]).T @ xb + lam * np.eye(d)
             step = np.linalg.solve(hess, grad)
             w -= step
             if float(np.abs(step).max()) < 1e-7:
@@ -98,8 +103,8 @@ def logistic(x: Arr, y: Arr, lam: float, *, iters: int = 100) -> tuple[Arr, floa
     alpha = np.zeros(n)
     for _ in range(iters):
         p = 1.0 / (1.0 + np.exp(-np.clip(k @ alpha, -30, 30)))
-        s = p * (1 - p)
-        step = np.linalg.solve(s[:, None] * k + lam * np.eye(n), p - y + lam * alpha)
+        s = c * p * (1 - p)
+        step = np.linalg.solve(s[:, None] * k + lam * np.eye(n), c * (p - y) + lam * alpha)
         alpha -= step
         if float(np.abs(step).max()) < 1e-7:
             break
@@ -107,10 +112,17 @@ def logistic(x: Arr, y: Arr, lam: float, *, iters: int = 100) -> tuple[Arr, floa
     return w[:-1].copy(), float(w[-1])
 
 
-def fit(emb: Arr, texts: Sequence[str], y: Arr, lam_emb: float, lam_ng: float, dim: int) -> SemanticModel:
-    we, be = logistic(emb, y, lam_emb)
+Config = tuple[float, float, int, float]
+"""(lam_emb, lam_ngram, n-gram buckets, weight of a benign row)"""
+
+
+def fit(
+    emb: Arr, texts: Sequence[str], y: Arr, lam_emb: float, lam_ng: float, dim: int, w_ben: float
+) -> SemanticModel:
+    c = np.where(y == 0, w_ben, 1.0)
+    we, be = logistic(emb, y, lam_emb, c=c)
     g = ngram_features(texts, dim)
-    wg, bg = logistic(g, y, lam_ng)
+    wg, bg = logistic(g, y, lam_ng, c=c)
     me, mg = emb @ we + be, g @ wg + bg
     return SemanticModel(
         encoder=UniversalSentenceEncoder.name,
@@ -177,8 +189,9 @@ def cross_validate(
     emb: Arr,
     rule_hit: NDArray[np.bool_],
     embed: Embedded,
-    cfg: tuple[float, float, int],
+    cfg: Config,
     target_fp: float,
+    budget: str = "combined",
 ) -> dict[str, Any]:
     y = np.array([r["expect"] for r in rows], dtype=np.float64)
     fold = np.array([r["fold"] for r in rows])
@@ -191,12 +204,18 @@ def cross_validate(
         m = fit(emb[tr], [t for t, keep in zip(texts, tr, strict=True) if keep], y[tr], *cfg)
         models[k] = m
         oof[~tr] = m.score(emb[~tr], [t for t, keep in zip(texts, ~tr, strict=True) if keep])
-    # the lowest bar at which each language's out-of-fold benign rows have <= target_fp flagged
+    # the lowest bar at which each language's out-of-fold benign rows have <= target_fp flagged by
+    # the rules or the semantic screen (the semantic screen alone: <= target_fp as well)
     thr = -np.inf
     for L in LANGS:
-        b = np.sort(oof[(y == 0) & (lang == L)])[::-1]
-        allowed = int(np.floor(target_fp * len(b)))
-        thr = max(thr, float(b[allowed]) + 1e-9)
+        ben = (y == 0) & (lang == L)
+        allowed = int(np.floor(target_fp * ben.sum()))
+        if budget == "combined":
+            left = max(0, allowed - int(rule_hit[ben].sum()))
+            b = np.sort(oof[ben & ~rule_hit])[::-1]
+        else:  # the semantic screen alone (the policy before dev3)
+            left, b = allowed, np.sort(oof[ben])[::-1]
+        thr = max(thr, float(b[left]) + 1e-9)
     sem = oof >= thr
     both = sem | rule_hit
     table: dict[str, Any] = {"threshold": thr, "folds": {}}
@@ -252,13 +271,28 @@ def cross_validate(
     table["det"] = float(both[y == 1].mean())
     table["det_sem"] = float(sem[y == 1].mean())
     table["fp"] = int(both[y == 0].sum())
+    table["per_lang"] = {
+        L: {
+            "rules": (
+                int(rule_hit[(lang == L) & (y == 1)].sum()),
+                int(rule_hit[(lang == L) & (y == 0)].sum()),
+            ),
+            "semantic": (int(sem[(lang == L) & (y == 1)].sum()), int(sem[(lang == L) & (y == 0)].sum())),
+            "rules+semantic": (
+                int(both[(lang == L) & (y == 1)].sum()),
+                int(both[(lang == L) & (y == 0)].sum()),
+            ),
+            "n": (int(((lang == L) & (y == 1)).sum()), int(((lang == L) & (y == 0)).sum())),
+        }
+        for L in LANGS
+    }
     table["multi_window_rows"] = len(multi)
     return table
 
 
-def print_table(cfg: tuple[float, float, int], t: dict[str, Any]) -> None:
+def print_table(cfg: Config, t: dict[str, Any]) -> None:
     print(
-        f"\nlam_emb={cfg[0]} lam_ngram={cfg[1]} dim={cfg[2]}  threshold={t['threshold']:.3f}  "
+        f"\nlam_emb={cfg[0]} lam_ngram={cfg[1]} dim={cfg[2]} benign weight={cfg[3]}  threshold={t['threshold']:.3f}  "
         f"rules+semantic detection {t['det']:.3f} (semantic alone {t['det_sem']:.3f}), benign flagged {t['fp']}"
         f"; threshold for longer texts {t['threshold_long']:.3f}, planted detection {t['planted_det']:.3f}"
     )
@@ -273,6 +307,13 @@ def print_table(cfg: tuple[float, float, int], t: dict[str, Any]) -> None:
         print(
             f"  {name:<18} {f['attacks']:>4} {f['benign']:>4}  {cells[0]:>13}  {cells[1]:>16}  {cells[2]:>13}"
         )
+    for L, pl in t["per_lang"].items():
+        na, nb = pl["n"]
+        cells = [
+            f"{key} {pl[key][0]}/{na} ({pl[key][0] / na:.3f}), FP {pl[key][1]}/{nb} ({pl[key][1] / nb:.3f})"
+            for key in ("rules", "semantic", "rules+semantic")
+        ]
+        print(f"  all folds {L}: " + "; ".join(cells))
     print(
         "  planted documents (semantic alone, out-of-fold, longer-text threshold): "
         + ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in sorted(t["planted"].items()))
@@ -285,8 +326,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--cv-only", action="store_true", help="print the cross-validation, write nothing")
     parser.add_argument("--check", action="store_true", help="exit 1 if the shipped model differs")
-    parser.add_argument("--target-fp", type=float, default=0.02, help="out-of-fold benign rate per language")
+    parser.add_argument(
+        "--target-fp",
+        type=float,
+        default=0.03,
+        help="out-of-fold benign rate per language (rules OR semantic)",
+    )
     parser.add_argument("--grid", action="store_true", help="try every candidate (else the chosen one)")
+    parser.add_argument(
+        "--fp-budget",
+        choices=("combined", "semantic"),
+        default="combined",
+        help="the benign rate bounds rules OR semantic (default) or the semantic screen alone",
+    )
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     rows = load_dev_rows()
@@ -303,15 +355,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for L in LANGS
     }
-    print(f"development rows: {counts} (attacks, benign) per language; {HELD_OUT} not read")
+    print(f"development rows: {counts} (attacks, benign) per language; splits {', '.join(DEV_SPLITS)}")
     grid = (
-        [(le, lg, d) for le in (0.01, 0.03, 0.1) for lg in (0.01, 0.03, 0.1) for d in (2048, 4096)]
+        [
+            (le, lg, d, wb)
+            for le in (0.03, 0.1)
+            for lg in (0.01, 0.03)
+            for d in (4096,)
+            for wb in (1.0, 2.0, 4.0)
+        ]
         if args.grid
         else [CHOSEN]
     )
     results = []
     for cfg in grid:
-        t = cross_validate(rows, emb, rule_hit, embed, cfg, args.target_fp)
+        t = cross_validate(rows, emb, rule_hit, embed, cfg, args.target_fp, args.fp_budget)
         print_table(cfg, t)
         results.append((cfg, t))
     cfg, best = max(
@@ -330,7 +388,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rows": {L: {"attacks": a, "benign": b} for L, (a, b) in counts.items()},
         "lam_emb": cfg[0],
         "lam_ngram": cfg[1],
-        "threshold_from": f"4-fold cross-validation, <= {args.target_fp} of out-of-fold benign rows per language",
+        "benign_weight": cfg[3],
+        "threshold_from": f"{len(FOLD_NAMES)}-fold cross-validation, <= {args.target_fp} of out-of-fold benign rows per language flagged by rules or semantic",
         "cv_rules_or_semantic_detection": round(best["det"], 4),
         "cv_semantic_detection": round(best["det_sem"], 4),
         "cv_benign_flagged": best["fp"],
@@ -354,8 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-CHOSEN = (0.1, 0.01, 4096)
-"""(lam_emb, lam_ngram, buckets): chosen with ``--grid`` (see the data README)."""
+CHOSEN: Config = (0.03, 0.01, 4096, 4.0)
+"""(lam_emb, lam_ngram, buckets, benign weight): chosen with ``--grid`` (see the data README)."""
 
 
 if __name__ == "__main__":

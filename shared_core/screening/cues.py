@@ -26,6 +26,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from .engine import toml_loads
 from .findings import Severity
+from .speech import addressed_to_person, in_mention, reported_unquoted
 
 __all__ = ["CueScorer", "default_cues"]
 
@@ -142,7 +143,11 @@ class CueScorer:
                 if cue.lang != lang:
                     continue
                 for m in cue.pattern.finditer(norm):
-                    if _in_reported_quote(norm, m.start(), m.end(), _REPORTED[lang]):
+                    if (
+                        _in_reported_quote(norm, m.start(), m.end(), _REPORTED[lang])
+                        or in_mention(norm, m.start(), m.end())
+                        or reported_unquoted(norm, m.start(), lang)
+                    ):
                         continue
                     k = bisect_right(starts, m.start()) - 1
                     kinds = per_sentence.setdefault(k, {})
@@ -153,9 +158,13 @@ class CueScorer:
                 if k < len(joins) and joins[k]:
                     for kind, span in per_sentence.get(k + 1, {}).items():
                         window.setdefault(kind, span)
+                if "trigger" in window and not {"request", "manipulate"} & set(window):
+                    del window["trigger"]  # "when the user types X, the bot resets": a specification
                 score = sum(self._weights[kind] for kind in window)
                 if score >= self.medium:
                     start = min(s for s, _ in window.values())
+                    if "addressed" not in window and addressed_to_person(norm, start):
+                        continue
                     end = max(e for _, e in window.values())
                     severity = Severity.HIGH if score >= self.high else Severity.MEDIUM
                     confidence = min(0.95, 0.5 + 0.05 * score)

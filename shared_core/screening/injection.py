@@ -65,6 +65,7 @@ from .findings import (
 )
 from .hidden import concealed_spans, hidden_findings
 from .semantic import SemanticInjectionDetector, default_detector, has_kana_or_hangul, scan_or_none
+from .speech import has_cjk, in_mention
 
 __all__ = ["InjectionRule", "InjectionScreen"]
 
@@ -195,6 +196,25 @@ _ROT13_CUE = re.compile(r"(?i:rot[-_ ]?13|ebg[-_ ]?13|caesar|シーザー|카이
 _MAX_DEPTH = 2
 
 
+_CJK_LANGS = frozenset({"ja", "ko", "zh"})
+
+
+def _wrong_script(rule: Rule, matched: str) -> bool:
+    """A match in a script its rule's languages do not use.
+
+    An English or French rule over kana or kanji ("ignore＝無視する、previous＝以前の", a
+    glossary), a Chinese rule over kana (「以前の指示を無視せよ」などの命令 is Japanese).
+    """
+    langs = set(rule.languages)
+    if not langs:
+        return False
+    if not _CJK_LANGS & langs:
+        return has_cjk(matched)
+    if "ja" not in langs and has_kana_or_hangul(matched):
+        return "ko" not in langs or any("\u3040" <= c <= "\u30ff" for c in matched)
+    return False
+
+
 def _finding(rule: str, span: tuple[int, int], severity: Severity, score: float) -> Finding:
     return Finding(kind="injection", rule=rule, start=span[0], end=span[1], severity=severity, score=score)
 
@@ -305,7 +325,10 @@ class InjectionScreen:
         found, tag_texts = hidden_findings(raw)
         views = _Views(raw)
         norm = views.norm
+        cjk = has_kana_or_hangul(raw)
         for r, s, e in self._norm.matches(norm, norm):
+            if cjk and _wrong_script(r, norm[s:e]):
+                continue  # "ignore＝無視する、previous＝以前の": a glossary, not a sentence
             span = views.norm_span(s, e)
             if span[1] > span[0]:
                 found.append(_finding(r.id, span, r.severity, r.score))
@@ -319,6 +342,8 @@ class InjectionScreen:
         if len(self._compact):
             compact = views.compact()
             for r, s, e in self._compact.matches(compact, compact):
+                if cjk and _wrong_script(r, compact[s:e]):
+                    continue
                 span = views.compact_span(s, e)
                 if span[1] > span[0]:
                     found.append(_finding(r.id, span, r.severity, r.score))
@@ -328,6 +353,8 @@ class InjectionScreen:
                 for r, s, e in self._concealed.matches(sub.norm, sub.norm):
                     a, b = sub.norm_span(s, e)
                     found.append(_finding(r.id, (cs + a, cs + b), r.severity, r.score))
+        if cjk:  # Japanese / Korean text: words quoted as a mention or a speaker's line are no order
+            found = [f for f in found if f.kind != "injection" or not in_mention(raw, f.start, f.end)]
         if self.decode_payloads and depth < _MAX_DEPTH:
             for s, e, inner_text in tag_texts:
                 inner = [f for f in self._scan(inner_text, depth=depth + 1) if f.kind == "injection"]

@@ -21,6 +21,7 @@ from importlib import resources
 from re import Match
 
 from .registry import FEATURES, VALIDATORS, toml_loads
+from .speech import addressed_to_person, in_mention, reported_unquoted
 
 __all__ = ["card_digits_ok", "luhn_ok", "my_number_ok", "value_ok"]
 
@@ -396,6 +397,36 @@ def _reported(text: str, start: int, end: int, after: re.Pattern[str]) -> bool:
     return after.match(text, close + 1) is not None
 
 
+# after a Korean verb stem: negated (알려 주지 않도록), a modifier, or the writer's own humble act
+# (알려 드리겠습니다, 보내 드릴게요), or a causative described (보내게 만든다)
+_KO_NOT_ORDER = re.compile(
+    r"\s*(?:(?:주|드리)?\s*지\s*(?:않|마|말)|않|하는\s|는\s|던\s|한\s|드리겠|드릴|드립|드렸|게\s*만[들든])"
+)
+
+
+# "cancel what I said" (さっき頼んだことは取り消しで, 아까 말한 거 취소): a change of plan between
+# people; with a noun of instructions (指示, 규칙, プロンプト) it counts
+_STRONG_NOUN = re.compile(
+    r"指示|命令|指令|ルール|規則|設定|プロンプト|制約|制限|ガイドライン|方針|ポリシー|前提"
+    r"|지시|명령|규칙|프롬프트|설정|제약|지침|가이드라인|방침|정책|전제"
+)
+_CANCEL = re.compile(r"(?:取り消|取消|キャンセル|撤回|취소|철회)$")
+
+
+def _generic_cancel(m: Match[str]) -> bool:
+    return _CANCEL.search(m.group(0)) is not None and _STRONG_NOUN.search(m.group(0)) is None
+
+
+def _not_for_model(m: Match[str], lang: str) -> bool:
+    """Words mentioned or reported (quoted, after 例：, ..., と言われた), or an order to a person."""
+    text, start = m.string, m.start()
+    return (
+        in_mention(text, start, m.end())
+        or reported_unquoted(text, start, lang)
+        or addressed_to_person(text, start)
+    )
+
+
 def _two_sentences(text: str, end: int, ends: re.Pattern[str]) -> str:
     first = ends.search(text, end)
     if first is None:
@@ -411,7 +442,13 @@ def _ja_directive(m: Match[str], g: int | str) -> bool:
     or request in this sentence or the next.
     """
     text, end = m.string, m.end()
-    if _JA_REPORT.match(text, end) or _reported(text, m.start(), end, _JA_REPORTED):
+    if (
+        _JA_REPORT.match(text, end)
+        or _reported(text, m.start(), end, _JA_REPORTED)
+        or _not_for_model(m, "ja")
+    ):
+        return False
+    if _generic_cancel(m):
         return False
     return _JA_ORDER.search(_two_sentences(text, end, _JA_SENTENCE_END)) is not None
 
@@ -419,7 +456,7 @@ def _ja_directive(m: Match[str], g: int | str) -> bool:
 def _ja_directive_loose(m: Match[str], g: int | str) -> bool:
     """A Japanese cue that is not reported speech and not negated right after it."""
     text, end = m.string, m.end()
-    if _reported(text, m.start(), end, _JA_REPORTED):
+    if _reported(text, m.start(), end, _JA_REPORTED) or _not_for_model(m, "ja"):
         return False
     return re.match(r"(?:し|して)?(?:ない|ません|ず(?!に))", text[end : end + 6]) is None
 
@@ -431,17 +468,41 @@ def _ko_directive(m: Match[str], g: int | str) -> bool:
     request in this sentence or the next.
     """
     text, end = m.string, m.end()
-    if _KO_REPORT.match(text, end) or _reported(text, m.start(), end, _KO_REPORTED):
+    if (
+        _KO_REPORT.match(text, end)
+        or _reported(text, m.start(), end, _KO_REPORTED)
+        or _not_for_model(m, "ko")
+    ):
+        return False
+    if _generic_cancel(m):
         return False
     return _KO_ORDER.search(_two_sentences(text, end, _KO_SENTENCE_END)) is not None
+
+
+def _ja_order_here(m: Match[str], g: int | str) -> bool:
+    """A Japanese cue with an imperative or request in the rest of its own sentence."""
+    if not _ja_directive_loose(m, g):
+        return False
+    text, end = m.string, m.end()
+    stop = _JA_SENTENCE_END.search(text, end)
+    return _JA_ORDER.search(text[end : stop.end() if stop else len(text)]) is not None
+
+
+def _ko_order_here(m: Match[str], g: int | str) -> bool:
+    """A Korean cue with an imperative or request in the rest of its own sentence."""
+    if not _ko_directive_loose(m, g):
+        return False
+    text, end = m.string, m.end()
+    stop = _KO_SENTENCE_END.search(text, end)
+    return _KO_ORDER.search(text[end : stop.end() if stop else len(text)]) is not None
 
 
 def _ko_directive_loose(m: Match[str], g: int | str) -> bool:
     """A Korean cue that is not reported speech and not negated right after it."""
     text, end = m.string, m.end()
-    if _reported(text, m.start(), end, _KO_REPORTED):
+    if _reported(text, m.start(), end, _KO_REPORTED) or _not_for_model(m, "ko"):
         return False
-    return re.match(r"\s*(?:지\s*않|않|하는\s|는\s|던\s|한\s)", text[end : end + 6]) is None
+    return _KO_NOT_ORDER.match(text, end) is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -492,6 +553,8 @@ VALIDATORS.update(
         "ja_directive_loose": _ja_directive_loose,
         "ko_directive": _ko_directive,
         "ko_directive_loose": _ko_directive_loose,
+        "ja_order_here": _ja_order_here,
+        "ko_order_here": _ko_order_here,
         "phone": _phone,
         "jp_phone": _jp_phone,
         "kr_phone": _kr_phone,

@@ -71,6 +71,24 @@ __all__ = ["InjectionRule", "InjectionScreen"]
 
 _HIGH, _MEDIUM, _LOW = Severity.HIGH, Severity.MEDIUM, Severity.LOW
 _SPECIAL_TAGS = frozenset({"code_signal", "directive", "concealed"})
+# Findings held even inside quotes or a speaker's line: a request to leak the prompt or send data
+# out, model markup, tool calls and code reach the model that reads the context as they are,
+# whoever is said to speak them (a quote is an easy wrapper for an attack); only orders a person
+# could give another (overrides, personas, persistence, tasks) are read as mentions there.
+_NEVER_A_MENTION = (
+    "chat_template_token",
+    "concealed_instruction",
+    "data",
+    "destroy",
+    "exec",
+    "exfiltration",
+    "markdown_image_beacon",
+    "net",
+    "prompt_leak",
+    "role_marker",
+    "shell_download",
+    "tool_call",
+)
 
 
 @dataclass(frozen=True)
@@ -354,7 +372,13 @@ class InjectionScreen:
                     a, b = sub.norm_span(s, e)
                     found.append(_finding(r.id, (cs + a, cs + b), r.severity, r.score))
         if cjk:  # Japanese / Korean text: words quoted as a mention or a speaker's line are no order
-            found = [f for f in found if f.kind != "injection" or not in_mention(raw, f.start, f.end)]
+            found = [
+                f
+                for f in found
+                if f.kind != "injection"
+                or f.rule.startswith(_NEVER_A_MENTION)
+                or not in_mention(raw, f.start, f.end)
+            ]
         if self.decode_payloads and depth < _MAX_DEPTH:
             for s, e, inner_text in tag_texts:
                 inner = [f for f in self._scan(inner_text, depth=depth + 1) if f.kind == "injection"]

@@ -455,8 +455,17 @@ def _ja_directive(m: Match[str], g: int | str) -> bool:
 
 def _ja_directive_loose(m: Match[str], g: int | str) -> bool:
     """A Japanese cue that is not reported speech and not negated right after it."""
+    return not _not_for_model(m, "ja") and _ja_request(m, g)
+
+
+def _ja_request(m: Match[str], g: int | str) -> bool:
+    """A Japanese request not reported as past speech and not negated, wherever it is quoted.
+
+    For requests to leak the prompt or credentials: a model that reads the context sees the
+    request itself, whoever a quote says is speaking it (a quote is an easy wrapper for an attack).
+    """
     text, end = m.string, m.end()
-    if _reported(text, m.start(), end, _JA_REPORTED) or _not_for_model(m, "ja"):
+    if _reported(text, m.start(), end, _JA_REPORTED):
         return False
     return re.match(r"(?:し|して)?(?:ない|ません|ず(?!に))", text[end : end + 6]) is None
 
@@ -499,8 +508,13 @@ def _ko_order_here(m: Match[str], g: int | str) -> bool:
 
 def _ko_directive_loose(m: Match[str], g: int | str) -> bool:
     """A Korean cue that is not reported speech and not negated right after it."""
+    return not _not_for_model(m, "ko") and _ko_request(m, g)
+
+
+def _ko_request(m: Match[str], g: int | str) -> bool:
+    """A Korean request not reported as past speech and not negated, wherever it is quoted (as :func:`_ja_request`)."""
     text, end = m.string, m.end()
-    if _reported(text, m.start(), end, _KO_REPORTED) or _not_for_model(m, "ko"):
+    if _reported(text, m.start(), end, _KO_REPORTED):
         return False
     return _KO_NOT_ORDER.match(text, end) is None
 
@@ -551,8 +565,10 @@ VALIDATORS.update(
         "cli_secret": _cli_secret,
         "ja_directive": _ja_directive,
         "ja_directive_loose": _ja_directive_loose,
+        "ja_request": _ja_request,
         "ko_directive": _ko_directive,
         "ko_directive_loose": _ko_directive_loose,
+        "ko_request": _ko_request,
         "ja_order_here": _ja_order_here,
         "ko_order_here": _ko_order_here,
         "phone": _phone,

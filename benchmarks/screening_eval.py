@@ -259,6 +259,18 @@ def eval_injection(data: Path, quick: bool) -> None:
         row(name, len(texts), flagged(inj.scan, texts), what="flagged", extra=rules_of(inj.scan, texts, 4))
 
 
+
+def _timed(fn: Callable[[str], object], texts: Sequence[str]) -> tuple[list[float], list[float]]:
+    """CPU and wall milliseconds of ``fn`` on each text, each list sorted."""
+    cpu, wall = [], []
+    for t in texts:
+        w0, c0 = time.perf_counter(), time.process_time()
+        fn(t)
+        cpu.append((time.process_time() - c0) * 1000)
+        wall.append((time.perf_counter() - w0) * 1000)
+    return sorted(cpu), sorted(wall)
+
+
 def eval_speed(data: Path, quick: bool) -> None:
     print("\n== Speed: ms per 1 KB text (median / p95 over texts; engines built beforehand) ==")
     print(f"  load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
@@ -278,14 +290,7 @@ def eval_speed(data: Path, quick: bool) -> None:
         fn(texts[0])
     print("  wall clock is inflated when other processes share the CPU; CPU time is the process's own work")
     for name, fn in screens.items():
-        wall, cpu = [], []
-        for t in texts:
-            w0, c0 = time.perf_counter(), time.process_time()
-            fn(t)
-            cpu.append((time.process_time() - c0) * 1000)
-            wall.append((time.perf_counter() - w0) * 1000)
-        wall.sort()
-        cpu.sort()
+        cpu, wall = _timed(fn, texts)
         print(
             f"  {name:<24} n={len(wall):>4}  CPU median={statistics.median(cpu):6.2f} ms "
             f"p95={cpu[int(0.95 * (len(cpu) - 1))]:6.2f} ms   wall median={statistics.median(wall):6.2f} ms "
@@ -359,14 +364,7 @@ def eval_lang(full: InjectionScreen | None = None) -> list[dict[str, Any]]:
     texts = [r["text"] for r in lang_rows if r["lang"] in ("ja", "ko")]
     for cname, scr in configs:
         scr.scan(texts[0])
-        cpu, wall = [], []
-        for t in texts:
-            w0, c0 = time.perf_counter(), time.process_time()
-            scr.scan(t)
-            cpu.append((time.process_time() - c0) * 1000)
-            wall.append((time.perf_counter() - w0) * 1000)
-        cpu.sort()
-        wall.sort()
+        cpu, wall = _timed(scr.scan, texts)
         print(
             f"  {cname}: per ja/ko text (n={len(texts)}, median {statistics.median(len(t) for t in texts):.0f} chars) "
             f"wall median {statistics.median(wall):.2f} ms p95 {wall[int(0.95 * (len(wall) - 1))]:.2f} ms, "

@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import ConfigError
-from .engine import toml_loads
+from .engine import read_data_file, toml_loads
 from .findings import Severity
 from .speech import addressed_to_person, in_mention, reported_unquoted
 
@@ -118,12 +118,7 @@ class CueScorer:
         Raises:
             ConfigError: if the file cannot be read or is not a cue table.
         """
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read cue file {p}: {type(exc).__name__}") from None
-        return cls.from_toml(text, name=str(p))
+        return cls.from_toml(read_data_file(path, "cue file"), name=str(path))
 
     def scan(self, norm: str) -> list[tuple[str, int, int, Severity, float]]:
         """``(rule, start, end, severity, score)`` of the windows of ``norm`` that reach the bar.

@@ -381,12 +381,20 @@ def load_rules(path: str | Path) -> tuple[Rule, ...]:
     Raises:
         ConfigError: if the file cannot be read or a rule in it is invalid.
     """
+    return parse_rules(read_data_file(path, "rule file"), name=str(path))
+
+
+def read_data_file(path: str | Path, what: str) -> str:
+    """The UTF-8 text of a screening data file (rule table, cue table, model).
+
+    Raises:
+        ConfigError: naming the file and the error class (never its content) if it cannot be read.
+    """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read rule file {p}: {exc.__class__.__name__}") from None
-    return parse_rules(text, name=str(p))
+        raise ConfigError(f"cannot read {what} {p}: {exc.__class__.__name__}") from None
 
 
 def merge_rules(base: Iterable[Rule], *overrides: Iterable[Rule]) -> tuple[Rule, ...]:

@@ -54,6 +54,7 @@ from numpy.typing import NDArray
 
 from ..errors import ConfigError, EmbeddingError
 from ..text import normalize
+from .engine import read_data_file
 from .findings import Finding, Severity
 
 __all__ = [
@@ -315,12 +316,7 @@ class SemanticModel:
         Raises:
             ConfigError: if the file cannot be read or is not a model file.
         """
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read semantic model file {p}: {type(exc).__name__}") from None
-        return cls.from_json(text, name=str(p))
+        return cls.from_json(read_data_file(path, "semantic model file"), name=str(path))
 
 
 @lru_cache(maxsize=1)

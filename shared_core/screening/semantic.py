@@ -78,6 +78,7 @@ _CJK_SCRIPT = re.compile("[\u3040-\u30ff\uff66-\uff9f\uac00-\ud7af\u1100-\u11ff\
 # a sentence ends at 。！？!? (with closing quotes), at a full stop before a space, or at a line break
 _SENTENCE_END = re.compile(r"[。．！？!?]+[」』）)\"'”’]*|\.(?=\s)|\n+")
 
+_BLOCK = re.compile(r"(?:(?!\n[^\S\n]*\n)[\s\S])+")  # text between blank lines
 SHORT_TEXT_CHARS = 160
 """A text of at most this many characters (stripped) is one window."""
 MAX_WINDOW_CHARS = 240
@@ -125,7 +126,10 @@ def _sentences(text: str) -> list[tuple[int, int]]:
 def windows(text: str) -> list[tuple[int, int]]:
     """The spans of ``text`` that are scored.
 
-    All of a short text (at most :data:`SHORT_TEXT_CHARS` characters and two sentences); else every
+    A text whose only Japanese or Korean is one block between blank lines (a record's body with
+    its ids and source after it, as :func:`~shared_core.screening.screen_fields` joins them) is
+    windowed as that block alone. All of a short text (at most :data:`SHORT_TEXT_CHARS`
+    characters and two sentences); else every
     sentence and every pair of consecutive sentences on one line; a text of more than 64 sentences has its consecutive
     sentences packed into windows of up to :data:`MAX_WINDOW_CHARS` characters. Only spans with
     kana or Hangul are returned, in reading order, until they hold :data:`MAX_SCORED_CHARS`
@@ -134,6 +138,12 @@ def windows(text: str) -> list[tuple[int, int]]:
     """
     if not has_kana_or_hangul(text):
         return []
+    blocks = [m for m in _BLOCK.finditer(text) if has_kana_or_hangul(m.group())]
+    if len(blocks) == 1 and (blocks[0].start(), blocks[0].end()) != (0, len(text)):
+        # one block of Japanese or Korean among others without any (a record's ids and source
+        # after its body, as screen_fields joins them): windowed as the text it is on its own
+        b = blocks[0]
+        return [(b.start() + s, b.start() + e) for s, e in windows(b.group())]
     stripped = text.strip()
     sents = _sentences(text)
     if len(stripped) <= SHORT_TEXT_CHARS and len(sents) <= 2:

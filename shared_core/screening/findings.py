@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from enum import Enum
 from typing import Literal, Protocol, runtime_checkable
 
@@ -26,11 +26,24 @@ __all__ = [
     "Screen",
     "ScreenReport",
     "Severity",
+    "blocks",
     "check_text",
 ]
 
 DEFAULT_MAX_CHARS = 100_000
 """Longest text a screen accepts by default; longer input raises :class:`InputError`."""
+
+_BLOCK = re.compile(r"(?:(?!\n[^\S\n]*\n)[\s\S])+")
+
+
+def blocks(text: str) -> Iterator[re.Match[str]]:
+    """The runs of ``text`` between blank lines, as matches (``.start()`` is the offset).
+
+    ``screen_fields`` joins a record's fields with a blank line, so each field is a block; the
+    PII screen runs Presidio's digit recognizers per block and the semantic screen windows a lone
+    Japanese or Korean block on its own.
+    """
+    return _BLOCK.finditer(text)
 
 FindingKind = Literal["secret", "pii", "injection", "hidden_text"]
 """The closed set of finding kinds."""

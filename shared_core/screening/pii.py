@@ -47,7 +47,6 @@ share a module-level engine.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -61,6 +60,7 @@ from .findings import (
     DEFAULT_MAX_CHARS,
     Finding,
     Severity,
+    blocks,
     check_max_chars,
     check_text,
     resolve_overlaps,
@@ -196,7 +196,6 @@ _REPLACED = ("EmailRecognizer", "PhoneRecognizer", "KrRrnRecognizer")
 # Presidio entities that always hold seven digits close together (SSN, card, IBAN, ...): not
 # asked for on texts without such digits, which is most text (Presidio runs every recognizer's
 # patterns over the whole text otherwise, and that is most of its time).
-_BLOCK = re.compile(r"(?:(?!\n[^\S\n]*\n)[\s\S])+")  # text between blank lines
 _DIGIT_ENTITIES = frozenset(
     {"US_SSN", "US_ITIN", "US_PASSPORT", "US_BANK_NUMBER", "UK_NHS", "CREDIT_CARD", "IBAN_CODE", "KR_RRN"}
 )
@@ -381,7 +380,7 @@ class PiiScreen:
         if rest:  # an empty list would ask Presidio for every entity it knows
             results.extend(self._run(text, rest))
         if digit:
-            for m in _BLOCK.finditer(text):
+            for m in blocks(text):
                 block = m.group()
                 if FEATURES["digits7"](block, block):
                     for r in self._run(block, digit):

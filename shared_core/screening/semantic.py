@@ -55,7 +55,7 @@ from numpy.typing import NDArray
 from ..errors import ConfigError, EmbeddingError
 from ..text import normalize
 from .engine import read_data_file
-from .findings import Finding, Severity
+from .findings import Finding, Severity, blocks
 
 __all__ = [
     "MAX_SCORED_CHARS",
@@ -78,7 +78,6 @@ _CJK_SCRIPT = re.compile("[\u3040-\u30ff\uff66-\uff9f\uac00-\ud7af\u1100-\u11ff\
 # a sentence ends at 。！？!? (with closing quotes), at a full stop before a space, or at a line break
 _SENTENCE_END = re.compile(r"[。．！？!?]+[」』）)\"'”’]*|\.(?=\s)|\n+")
 
-_BLOCK = re.compile(r"(?:(?!\n[^\S\n]*\n)[\s\S])+")  # text between blank lines
 SHORT_TEXT_CHARS = 160
 """A text of at most this many characters (stripped) is one window."""
 MAX_WINDOW_CHARS = 240
@@ -138,11 +137,11 @@ def windows(text: str) -> list[tuple[int, int]]:
     """
     if not has_kana_or_hangul(text):
         return []
-    blocks = [m for m in _BLOCK.finditer(text) if has_kana_or_hangul(m.group())]
-    if len(blocks) == 1 and (blocks[0].start(), blocks[0].end()) != (0, len(text)):
+    cjk_blocks = [m for m in blocks(text) if has_kana_or_hangul(m.group())]
+    if len(cjk_blocks) == 1 and (cjk_blocks[0].start(), cjk_blocks[0].end()) != (0, len(text)):
         # one block of Japanese or Korean among others without any (a record's ids and source
         # after its body, as screen_fields joins them): windowed as the text it is on its own
-        b = blocks[0]
+        b = cjk_blocks[0]
         return [(b.start() + s, b.start() + e) for s, e in windows(b.group())]
     stripped = text.strip()
     sents = _sentences(text)

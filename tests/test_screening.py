@@ -315,6 +315,39 @@ def test_pii_engine_is_built_lazily_and_shared() -> None:
     assert isinstance(a.engine.nlp_engine, NoOpNlpEngine)
 
 
+_PII_PIECES = [
+    "mail taro@example.jp", "card 4111 1111 1111 1111", "IBAN DE89 3704 0044 0532 0130 00",
+    "DE89370400440532013000", "ip 192.168.10.4", "ssn 078-05-1120", "itin 912-70-1234",
+    "btc 1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa", "NHS 943 476 5919", "passport 912803456",
+    "RRN 900101-1234567", "0.6511772622175621", "pmid 12345678", "see http://a.example/x", "\n\n",
+    "plain words", "2024-05-01", "account 000123456789",
+]
+
+
+def _presidio_spans(results: list[Any]) -> list[tuple[str, int, int, float]]:
+    return sorted((r.entity_type, r.start, r.end, round(float(r.score), 6)) for r in results)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(_PII_PIECES), min_size=1, max_size=8))
+def test_pii_pattern_gate_changes_no_presidio_result(pieces: list[str]) -> None:
+    """W4: an entity is not asked of Presidio when none of its recognizers' patterns matches the
+    text, and that gate loses nothing: Presidio asked for every entity finds exactly the same."""
+    screen = PiiScreen()
+    text = " ".join(pieces)
+    entities = list(screen._presidio_entities())
+    direct = screen.engine.analyze(text=text, language="en", entities=entities, score_threshold=screen.score_threshold)
+    assert _presidio_spans(screen._run(text, entities)) == _presidio_spans(direct)
+
+
+def test_pii_pattern_gate_covers_the_default_recognizers() -> None:
+    """Every default entity Presidio is asked for is gated by patterns (none falls back to always)."""
+    screen = PiiScreen()
+    gates = screen._gates()
+    assert all(gates.get(e) for e in screen._presidio_entities())
+    assert screen._run("no personal data in these words", list(screen._presidio_entities())) == []
+
+
 def test_pii_extra_pattern_is_reported_and_masked() -> None:
     """A user pattern adds an entity type that is reported and masked like the built-in ones."""
     pii = PiiScreen(

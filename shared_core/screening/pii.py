@@ -35,7 +35,10 @@ Adjustments to Presidio, all for the offline, fast, write-path use:
   and found no more numbers than the phone shapes above on the evaluation data;
 * entities that always hold seven digits close together are not asked for on texts without
   such digits (most text), nor the IP address on texts without an IP shape: Presidio runs only
-  the recognizers of the entities it is asked for, so this needs no change to its recognizers.
+  the recognizers of the entities it is asked for, so this needs no change to its recognizers;
+* nor is an entity none of whose recognizers' patterns matches the text (a pattern recognizer
+  reports only where a pattern matches, so this loses nothing): most texts need no Presidio
+  call at all, 0.14 ms per 300-character memory instead of 0.7.
 * its context enhancer, which raises scores near context words found by the NLP engine (there
   are none without a model) and deep-copies every result to do so, is replaced by one that
   changes nothing.
@@ -308,6 +311,7 @@ class PiiScreen:
         self._severity = {**PII_SEVERITY, **{p.entity: p.severity for p in self._extra}}
         self._engine: AnalyzerEngine | None = None
         self._asked: tuple[str, ...] | None = None
+        self._gate: dict[str, tuple[Any, ...] | None] | None = None
         self._lock = threading.Lock()
         rules = (engine if engine is not None else default_engine()).ruleset("pii").rules
         self._rules = RuleSet(r for r in rules if r.id in self.entities and r.score >= score_threshold)
@@ -390,11 +394,46 @@ class PiiScreen:
         return results
 
     def _run(self, text: str, entities: list[str]) -> list[Any]:
+        gates = self._gates()
+        asked = [e for e in entities if _gate_open(gates.get(e), text)]
+        if not asked:  # an empty list would ask Presidio for every entity it knows
+            return []
         return list(
             self.engine.analyze(
-                text=text, language="en", entities=entities, score_threshold=self.score_threshold
+                text=text, language="en", entities=asked, score_threshold=self.score_threshold
             )
         )
+
+    def _gates(self) -> dict[str, tuple[Any, ...] | None]:
+        """Per entity, the compiled patterns of its recognizers, or None where one is not gated.
+
+        A Presidio pattern recognizer returns results only where one of its patterns matches
+        the text it is given, so an entity none of whose patterns matches needs no call:
+        Presidio's own time is in what it does around the match (a call costs about 0.3 ms on a
+        300-character text), a failed ``search`` of the same patterns takes microseconds. A
+        recognizer that overrides ``analyze`` (other than Presidio's IBAN recognizer, which
+        reports sub-spans of its pattern matches) may find things without a pattern match, so an
+        entity with one is always asked for. Patterns compile with the recognizer's own flags
+        and regex engine, as Presidio compiles them.
+        """
+        if self._gate is None:
+            import regex  # type: ignore[import-untyped]  # Presidio's regex engine; no stubs installed
+            from presidio_analyzer import PatternRecognizer
+
+            gates: dict[str, tuple[Any, ...] | None] = {}
+            for rec in self.engine.registry.recognizers:
+                compiled: tuple[Any, ...] | None = None
+                if isinstance(rec, PatternRecognizer) and (
+                    type(rec).analyze is PatternRecognizer.analyze or type(rec).__name__ == "IbanRecognizer"
+                ):
+                    flags = rec.global_regex_flags
+                    patterns: list[Any] = rec.patterns  # type: ignore[has-type]  # untyped in Presidio
+                    compiled = tuple(regex.compile(p.regex, flags=flags) for p in patterns)
+                for entity in rec.supported_entities:
+                    before = gates.get(entity, ())
+                    gates[entity] = None if compiled is None or before is None else (*before, *compiled)
+            self._gate = gates
+        return self._gate
 
     def _entities_for(self, text: str) -> list[str]:
         """The entities worth asking Presidio for in ``text``.
@@ -418,6 +457,19 @@ class PiiScreen:
             known = set(self.engine.get_supported_entities(language="en"))
             self._asked = tuple(e for e in self.entities if e in known)
         return self._asked
+
+
+_REGEX_TIMEOUT = 1.0  # seconds for one gate search; on timeout Presidio (60 s) decides
+
+
+def _gate_open(patterns: tuple[Any, ...] | None, text: str) -> bool:
+    """Whether Presidio can find the entity gated by ``patterns`` in ``text`` (None: always)."""
+    if patterns is None:
+        return True
+    try:
+        return any(p.search(text, timeout=_REGEX_TIMEOUT) is not None for p in patterns)
+    except TimeoutError:  # Presidio gives up on this pattern too; let it decide
+        return True
 
 
 def _result_ok(text: str, entity: str, start: int, end: int) -> bool:

@@ -328,7 +328,9 @@ _LANG_SETS = (
     ("dev2 (written after the rules; semantic trained on it)", ("dev2",)),
     ("fresh3+fresh4 (blind sets, measured once each; development data since)", ("fresh3", "fresh4")),
     ("dev3 (hard look-alikes; rules fixed and semantic trained on it)", ("dev3",)),
-    ("fresh5 (blind set written after every change, measured once)", ("fresh5",)),
+    ("fresh5 (blind set, measured once; rules fixed on it since)", ("fresh5",)),
+    ("dev4 (development set for the over-blocking round 3)", ("dev4",)),
+    ("fresh6 (blind set, measured once; rules fixed on it since)", ("fresh6",)),
 )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -67,6 +67,9 @@ class CueScorer:
     Args:
         cues: ``(lang, kind, pattern)`` triples.
         weights: kind -> weight.
+        needs: kind -> kinds one of which must be in the window for the kind to count its
+            weight; without one it counts 1 ("discard the key and reissue it" dismisses a
+            thing, not instructions: a dismissal counts fully only next to what it dismisses).
         medium: the score from which a window is reported (severity MEDIUM).
         high: the score from which it is HIGH.
 
@@ -75,10 +78,21 @@ class CueScorer:
     """
 
     def __init__(
-        self, cues: list[tuple[str, str, str]], weights: Mapping[str, int], *, medium: int, high: int
+        self,
+        cues: list[tuple[str, str, str]],
+        weights: Mapping[str, int],
+        *,
+        medium: int,
+        high: int,
+        needs: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         if not 0 < medium <= high:
             raise ConfigError("cue scoring needs 0 < medium <= high")
+        self._needs: dict[str, frozenset[str]] = {}
+        for kind, others in (needs or {}).items():
+            if kind not in weights or any(o not in weights for o in others):
+                raise ConfigError(f"cue needs for {kind!r} name a kind without a weight")
+            self._needs[kind] = frozenset(others)
         compiled: list[_Cue] = []
         for lang, kind, pattern in cues:
             if kind not in weights:
@@ -105,7 +119,8 @@ class CueScorer:
             scoring = doc["scoring"]
             weights = {str(k): int(v) for k, v in doc["weights"].items()}
             cues = [(str(c["lang"]), str(c["kind"]), str(c["pattern"])) for c in doc.get("cue", [])]
-            return cls(cues, weights, medium=int(scoring["medium"]), high=int(scoring["high"]))
+            needs = {str(k): [str(x) for x in v] for k, v in doc.get("needs", {}).items()}
+            return cls(cues, weights, medium=int(scoring["medium"]), high=int(scoring["high"]), needs=needs)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             if isinstance(exc, ConfigError):
                 raise
@@ -155,7 +170,7 @@ class CueScorer:
                         window.setdefault(kind, span)
                 if "trigger" in window and not {"request", "manipulate"} & set(window):
                     del window["trigger"]  # "when the user types X, the bot resets": a specification
-                score = sum(self._weights[kind] for kind in window)
+                score = sum(self._weight(kind, window) for kind in window)
                 if score >= self.medium:
                     start = min(s for s, _ in window.values())
                     if "addressed" not in window and addressed_to_person(norm, start):
@@ -165,6 +180,13 @@ class CueScorer:
                     confidence = min(0.95, 0.5 + 0.05 * score)
                     out.append((f"instruction_cues_{lang}", start, end, severity, confidence))
         return out
+
+
+    def _weight(self, kind: str, window: Mapping[str, object]) -> int:
+        needs = self._needs.get(kind)
+        if needs is None or not needs.isdisjoint(window):
+            return self._weights[kind]
+        return min(1, self._weights[kind])
 
 
 @lru_cache(maxsize=1)

@@ -65,7 +65,7 @@ from .findings import (
 )
 from .hidden import concealed_spans, hidden_findings
 from .semantic import SemanticInjectionDetector, default_detector, has_kana_or_hangul, scan_or_none
-from .speech import has_cjk, in_mention
+from .speech import addressed_to_person, has_cjk, in_mention, reported_unquoted
 
 __all__ = ["InjectionRule", "InjectionScreen"]
 
@@ -233,6 +233,19 @@ def _wrong_script(rule: Rule, matched: str) -> bool:
     return False
 
 
+def _spoken_to_person(rule: Rule, raw: str, start: int) -> bool:
+    """A Japanese or Korean rule of the compact view matched speech reported or told to a person.
+
+    The rules of the normalised view read this in their validators (山田様 ... 前回の指示は無視
+    していただき: an order to 山田様); the compact view has no validators, so the same reading is
+    applied to the text at the match.
+    """
+    lang = next((x for x in rule.languages if x in ("ja", "ko")), None)
+    if lang is None:
+        return False
+    return reported_unquoted(raw, start, lang) or addressed_to_person(raw, start)
+
+
 def _finding(rule: str, span: tuple[int, int], severity: Severity, score: float) -> Finding:
     return Finding(kind="injection", rule=rule, start=span[0], end=span[1], severity=severity, score=score)
 
@@ -363,6 +376,8 @@ class InjectionScreen:
                 if cjk and _wrong_script(r, compact[s:e]):
                     continue
                 span = views.compact_span(s, e)
+                if cjk and _spoken_to_person(r, raw, span[0]):
+                    continue
                 if span[1] > span[0]:
                     found.append(_finding(r.id, span, r.severity, r.score))
         if len(self._concealed) and ("<" in raw or "]:" in raw):

@@ -8,8 +8,10 @@ model that reads them:
 * *direct speech* of a named speaker: 部長「先ほど言ったことは忘れてください」, 팀장님 "잊어 주세요",
   a game master's line in a TRPG log;
 * speech *reported* without quotes: ...自由に意見を出してください、と課長に言われた;
-* orders *addressed to a person*: 田中さん、..., 皆さん、..., 민수 씨, ..., 여러분, ..., unless the text
-  also speaks to an assistant, a model or a bot.
+* orders *addressed to a person*: 田中さん、..., 皆さん、..., 민수 씨, ..., 여러분, ..., or a letter's
+  salutation line (山田様 / 山田様 + space, 김 대리님 + line break), and messages headed with the
+  person they are from (部長より：, ゆきからのLINE：, 팀장님 공지 —), unless the text also speaks to an
+  assistant, a model or a bot.
 
 The functions here take the normalised text (NFKC, case-folded) and spans into it, so the rule
 validators, the cue scorer and the screen share one reading. All patterns are bounded.
@@ -30,7 +32,7 @@ _PAIRS = {"「": "」", "『": "』", "“": "”", "‘": "’", '"': '"', "'":
 # what follows a quote that is mentioned or reported, not given as an order
 _MENTION_AFTER = re.compile(
     r"\s*(?:と|という|との|って|など|といった|のような|みたいな|は|も|について|に関して|の(?:ような|一文|文|フレーズ)"
-    r"|라고|라는|라며|란|이라고|이라는|이란|같은|는|은|처럼|에\s*대해|에\s*관해|하고)"
+    r"|라고|라는|라며|란|이라고|이라는|이란|같은|는|은|처럼|에\s*대해|에\s*관해|하고|고(?=\s))"
 )
 # a speaker label right before an opening quote: a title, a name with an honorific, a game role
 _SPEAKER = re.compile(
@@ -74,9 +76,10 @@ def in_mention(text: str, start: int, end: int) -> bool:
 
     Inside quotes that a quotative or topic particle follows (と, という, は, 라고, 라는, 같은, 에 대해),
     inside quotes opened right after a speaker (部長「, 팀장님 "), or after an example label
-    (例：, 예시:) on the same line.
+    (例：, 예시:) on the same line. What counts is where the match ends, the verb that gives the
+    order: システムに「以前の命令を無視しろ」と入力する has the words before the quote outside it.
     """
-    q = _quote_around(text, start, end)
+    q = _quote_around(text, max(start, end - 1), end)
     if q is not None:
         open_, close = q
         if _MENTION_AFTER.match(text, close + 1) is not None:
@@ -95,7 +98,7 @@ def in_mention(text: str, start: int, end: int) -> bool:
 
 _REPORTED_UNQUOTED = {
     "ja": re.compile(
-        r"[、,]\s*と\s*[^\n。、]{0,12}?(?:言われ|言って|言った|言う|頼まれ|指示され|告げ|話して|書いて)"
+        r"(?:[、,]\s*|(?:ほしい|欲しい|ように|ください|下さい))と\s*[^\n。、]{0,12}?(?:言われ|言って|言った|言う|頼まれ|指示され|告げ|話して|書いて|伝え)"
     ),
     "ko": re.compile(
         r"(?:라고|다고|자고|냐고|하라고|해\s*달라고)\s*(?:[^\n.]{0,12}?\s)?(?:말했|말씀하|하셨|했다|했어|들었|부탁했|적혀)"
@@ -115,11 +118,21 @@ def reported_unquoted(text: str, pos: int, lang: str) -> bool:
 
 _PERSON_JA = re.compile(
     r"(?:^|[\n。!?」])\s*(?:[^\s、。,:：「」]{1,8}(?:さん|様|さま|くん|君|ちゃん|先生|部長|課長|社長|係長|主任|店長|先輩)"
-    r"|皆さん|皆様|みなさん|みなさま|各位|お母さん|お父さん|母さん|父さん)\s*(?:へ|宛|あて)?\s*[、,:：!]"
+    r"|皆さん|皆様|みなさん|みなさま|各位|お母さん|お父さん|母さん|父さん)\s*(?:へ|宛|あて)?(?:\s*[、,:：!]|\s)"
 )
 _PERSON_KO = re.compile(
     r"(?:^|[\n.!?\"'])\s*(?:[가-힣]{1,4}\s?(?:씨|님|선생님|과장님|부장님|팀장님|대리님|선배)|여러분|엄마|아빠|어머니|아버지)"
-    r"\s*(?:께|에게)?\s*[,:：!]"
+    r"\s*(?:께|에게)?(?:\s*[,:：!]|\n)"
+)
+# a message header naming the person it is from: 部長より: / ゆきからのLINE: / 팀장님 공지 — / 민수 씨 카톡:
+_FROM_PERSON_JA = re.compile(
+    r"(?:^|\n)\s*(?:[^\s、。,:：「」]{0,8}(?:さん|様|さま|くん|君|ちゃん|先生|部長|課長|社長|係長|主任|店長|先輩|母|父)"
+    r"(?:より|から(?:の)?(?:line|メール|メッセージ|連絡|dm|チャット|伝言)?)"
+    r"|[^\s、。,:：「」]{1,8}からの(?:line|メール|メッセージ|連絡|dm|チャット|伝言))\s*[:：]"
+)
+_FROM_PERSON_KO = re.compile(
+    r"(?:^|\n)\s*[가-힣]{1,4}\s?(?:씨|님|선생님|과장님|부장님|팀장님|대리님|선배|엄마|아빠)"
+    r"\s*(?:께서|이|가)?\s*(?:공지|메시지|메일|카톡|문자|말씀|전달\s*사항)?\s*(?:[:：—–]|-\s)"
 )
 _AI_WORDS = re.compile(
     r"(?<![a-z])(?:ai|bot|llm|gpt|chatgpt)(?![a-z])|アシスタント|モデル|エージェント|ボット|秘書|어시스턴트|모델|에이전트|봇|비서"
@@ -129,11 +142,12 @@ _AI_WORDS = re.compile(
 def addressed_to_person(text: str, start: int) -> bool:
     """Whether the text before ``start`` addresses a person, and no assistant is named near it.
 
-    ``田中さん、先ほどお願いした修正は忘れてください`` is an order to 田中さん; with an assistant,
+    ``田中さん、先ほどお願いした修正は忘れてください`` is an order to 田中さん, and a message headed
+    with the person it is from (``部長より：``, ``팀장님 공지 —``) is one person's word to others; with an assistant,
     a model or a bot named within 400 characters it may be an order to the model, and it counts.
     Bounded: looks at most 400 characters either side.
     """
     head = text[max(0, start - 400) : start]
     if _AI_WORDS.search(text, max(0, start - 400), start + 400) is not None:
         return False
-    return _PERSON_JA.search(head) is not None or _PERSON_KO.search(head) is not None
+    return any(p.search(head) is not None for p in (_PERSON_JA, _PERSON_KO, _FROM_PERSON_JA, _FROM_PERSON_KO))

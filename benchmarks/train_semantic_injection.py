@@ -8,17 +8,17 @@ downloaded)::
     python benchmarks/train_semantic_injection.py --check    # fail if the shipped file differs
 
 Training rows: the Japanese and Korean rows of ``shared_core/data/screening/injection_lang_cases.jsonl``
-in the development splits ``dev``, ``check``, ``fresh``, ``fresh2``, ``dev2``, ``fresh3``, ``fresh4``
-and ``dev3`` (fresh3 and fresh4 were each measured once as blind sets and are development data
-since). Rows of any other split are dropped as the file is read and never embedded here; the blind
+in the development splits ``dev``, ``check``, ``fresh``, ``fresh2``, ``dev2``, ``fresh3``, ``fresh4``,
+``dev3``, ``fresh5``, ``dev4`` and ``fresh6`` (the fresh sets were each measured once as blind sets
+and are development data since). Rows of any other split are dropped as the file is read and never embedded here; the blind
 set of the final measurement is not in the case file.
 
-Cross-validation: seven folds, ``dev+check`` | ``fresh+fresh2`` | ``dev2 batch 1`` | ``dev2 batch 2``
-| ``fresh3`` | ``fresh4`` | ``dev3`` (a Japanese row and the Korean row written as its counterpart are
+Cross-validation: ten folds, ``dev+check`` | ``fresh+fresh2`` | ``dev2 batch 1`` | ``dev2 batch 2``
+| ``fresh3`` | ``fresh4`` | ``dev3`` | ``fresh5`` | ``dev4`` | ``fresh6`` (a Japanese row and the Korean row written as its counterpart are
 in the same fold, so the multilingual embedding cannot carry a translation across). For each
 candidate (regularisation of the two regressions, number of n-gram buckets, weight of the benign
 rows: hard negatives, all of them carry trigger words) every fold is scored by models trained on the
-other six; the threshold is the lowest value at which, for each language, at most ``--target-fp`` of
+other nine; the threshold is the lowest value at which, for each language, at most ``--target-fp`` of
 the out-of-fold benign rows are flagged by the rules or the semantic screen (the screen as shipped:
 the semantic screen gets whatever share of the budget the rules leave, and at most ``--target-fp``
 on its own). Reported per fold and language: semantic alone, and rules OR semantic (the
@@ -53,10 +53,14 @@ from shared_core.screening.semantic import SemanticModel, ngram_features, window
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "shared_core" / "data" / "screening" / "injection_lang_cases.jsonl"
 OUT = ROOT / "shared_core" / "data" / "screening" / "injection_semantic.json"
-DEV_SPLITS = ("dev", "check", "fresh", "fresh2", "dev2", "fresh3", "fresh4", "dev3")
+DEV_SPLITS = ("dev", "check", "fresh", "fresh2", "dev2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6")
 LANGS = ("ja", "ko")
-FOLD_NAMES = ("dev+check", "fresh+fresh2", "dev2 batch 1", "dev2 batch 2", "fresh3", "fresh4", "dev3")
-_FOLD_OF = {"dev": 0, "check": 0, "fresh": 1, "fresh2": 1, "fresh3": 4, "fresh4": 5, "dev3": 6}
+FOLD_NAMES = (
+    "dev+check", "fresh+fresh2", "dev2 batch 1", "dev2 batch 2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6"
+)
+_FOLD_OF = {
+    "dev": 0, "check": 0, "fresh": 1, "fresh2": 1, "fresh3": 4, "fresh4": 5, "dev3": 6, "fresh5": 7, "dev4": 8, "fresh6": 9
+}
 Arr = NDArray[np.float64]
 
 

@@ -331,6 +331,7 @@ _LANG_SETS = (
     ("fresh5 (blind set, measured once; rules fixed on it since)", ("fresh5",)),
     ("dev4 (development set for the over-blocking round 3)", ("dev4",)),
     ("fresh6 (blind set, measured once; rules fixed on it since)", ("fresh6",)),
+    ("fresh7 (blind set, measured once; not in the model's folds)", ("fresh7",)),
 )
 
 

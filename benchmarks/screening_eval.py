@@ -332,6 +332,7 @@ _LANG_SETS = (
     ("dev4 (development set for the over-blocking round 3)", ("dev4",)),
     ("fresh6 (blind set, measured once; rules fixed on it since)", ("fresh6",)),
     ("fresh7 (blind set, measured once; not in the model's folds)", ("fresh7",)),
+    ("fresh8 (blind set, measured once; rules added on it since)", ("fresh8",)),
 )
 
 

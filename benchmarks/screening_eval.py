@@ -333,6 +333,8 @@ _LANG_SETS = (
     ("fresh6 (blind set, measured once; rules fixed on it since)", ("fresh6",)),
     ("fresh7 (blind set, measured once; not in the model's folds)", ("fresh7",)),
     ("fresh8 (blind set, measured once; rules added on it since)", ("fresh8",)),
+    ("dev5 (benign technical prose about agents and memory)", ("dev5",)),
+    ("fresh9 (blind set, measured once)", ("fresh9",)),
 )
 
 

@@ -9,16 +9,17 @@ downloaded)::
 
 Training rows: the Japanese and Korean rows of ``shared_core/data/screening/injection_lang_cases.jsonl``
 in the development splits ``dev``, ``check``, ``fresh``, ``fresh2``, ``dev2``, ``fresh3``, ``fresh4``,
-``dev3``, ``fresh5``, ``dev4`` and ``fresh6`` (the fresh sets were each measured once as blind sets
+``dev3``, ``fresh5``, ``dev4``, ``fresh6``, ``fresh7``, ``fresh8`` and ``dev5`` (benign technical
+prose about agents and memory, written for the over-blocking of long documents; the fresh sets were each measured once as blind sets
 and are development data since). Rows of any other split are dropped as the file is read and never embedded here; the blind
 set of the final measurement is not in the case file.
 
-Cross-validation: ten folds, ``dev+check`` | ``fresh+fresh2`` | ``dev2 batch 1`` | ``dev2 batch 2``
-| ``fresh3`` | ``fresh4`` | ``dev3`` | ``fresh5`` | ``dev4`` | ``fresh6`` (a Japanese row and the Korean row written as its counterpart are
+Cross-validation: thirteen folds, ``dev+check`` | ``fresh+fresh2`` | ``dev2 batch 1`` | ``dev2 batch 2``
+| ``fresh3`` | ``fresh4`` | ``dev3`` | ``fresh5`` | ``dev4`` | ``fresh6`` | ``fresh7`` | ``fresh8`` | ``dev5`` (a Japanese row and the Korean row written as its counterpart are
 in the same fold, so the multilingual embedding cannot carry a translation across). For each
 candidate (regularisation of the two regressions, number of n-gram buckets, weight of the benign
 rows: hard negatives, all of them carry trigger words) every fold is scored by models trained on the
-other nine; the threshold is the lowest value at which, for each language, at most ``--target-fp`` of
+other twelve; the threshold is the lowest value at which, for each language, at most ``--target-fp`` of
 the out-of-fold benign rows are flagged by the rules or the semantic screen (the screen as shipped:
 the semantic screen gets whatever share of the budget the rules leave, and at most ``--target-fp``
 on its own). Reported per fold and language: semantic alone, and rules OR semantic (the
@@ -48,18 +49,24 @@ from numpy.typing import NDArray
 
 from shared_core.embedding.multilingual import UniversalSentenceEncoder
 from shared_core.screening import InjectionScreen
-from shared_core.screening.semantic import SemanticModel, ngram_features, windows
+from shared_core.screening.injection import needs_corroboration
+from shared_core.screening.semantic import CORROBORATION_MARGIN, SemanticModel, ngram_features, windows
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "shared_core" / "data" / "screening" / "injection_lang_cases.jsonl"
 OUT = ROOT / "shared_core" / "data" / "screening" / "injection_semantic.json"
-DEV_SPLITS = ("dev", "check", "fresh", "fresh2", "dev2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6")
+DEV_SPLITS = (
+    "dev", "check", "fresh", "fresh2", "dev2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6", "fresh7", "fresh8",
+    "dev5",
+)
 LANGS = ("ja", "ko")
 FOLD_NAMES = (
-    "dev+check", "fresh+fresh2", "dev2 batch 1", "dev2 batch 2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6"
+    "dev+check", "fresh+fresh2", "dev2 batch 1", "dev2 batch 2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6",
+    "fresh7", "fresh8", "dev5",
 )
 _FOLD_OF = {
-    "dev": 0, "check": 0, "fresh": 1, "fresh2": 1, "fresh3": 4, "fresh4": 5, "dev3": 6, "fresh5": 7, "dev4": 8, "fresh6": 9
+    "dev": 0, "check": 0, "fresh": 1, "fresh2": 1, "fresh3": 4, "fresh4": 5, "dev3": 6, "fresh5": 7, "dev4": 8, "fresh6": 9,
+    "fresh7": 10, "fresh8": 11, "dev5": 12,
 }
 Arr = NDArray[np.float64]
 
@@ -191,7 +198,7 @@ def planted_docs(rows: list[dict[str, Any]], rng: random.Random) -> list[tuple[s
 def cross_validate(
     rows: list[dict[str, Any]],
     emb: Arr,
-    rule_hit: NDArray[np.bool_],
+    rules: tuple[NDArray[np.bool_], NDArray[np.bool_]],
     embed: Embedded,
     cfg: Config,
     target_fp: float,
@@ -201,28 +208,65 @@ def cross_validate(
     fold = np.array([r["fold"] for r in rows])
     lang = np.array([r["lang"] for r in rows])
     texts = [r["text"] for r in rows]
-    oof = np.zeros(len(rows))
     models: dict[int, SemanticModel] = {}
     for k in range(len(FOLD_NAMES)):
         tr = fold != k
-        m = fit(emb[tr], [t for t, keep in zip(texts, tr, strict=True) if keep], y[tr], *cfg)
-        models[k] = m
-        oof[~tr] = m.score(emb[~tr], [t for t, keep in zip(texts, ~tr, strict=True) if keep])
-    # the lowest bar at which each language's out-of-fold benign rows have <= target_fp flagged by
-    # the rules or the semantic screen (the semantic screen alone: <= target_fp as well)
-    thr = -np.inf
-    for L in LANGS:
-        ben = (y == 0) & (lang == L)
-        allowed = int(np.floor(target_fp * ben.sum()))
-        if budget == "combined":
-            left = max(0, allowed - int(rule_hit[ben].sum()))
-            b = np.sort(oof[ben & ~rule_hit])[::-1]
-        else:  # the semantic screen alone (the policy before dev3)
-            left, b = allowed, np.sort(oof[ben])[::-1]
-        thr = max(thr, float(b[left]) + 1e-9)
-    sem = oof >= thr
+        models[k] = fit(emb[tr], [t for t, keep in zip(texts, tr, strict=True) if keep], y[tr], *cfg)
+    # each row scored as the screen scores it, by the model of the other folds: a one-window text
+    # whole, a longer one by its best window
+    multi = np.array([len(windows(t)) > 1 for t in texts])
+    best = np.zeros(len(rows))
+    for i, t in enumerate(texts):
+        whole, sub = doc_scores(models[int(fold[i])], embed, t)
+        best[i] = sub if multi[i] else whole
+    # planted documents: several windows each, so they need their own, higher bar
+    rng = random.Random(15)
+    docs: list[tuple[float, float, bool, str]] = []
+    for k in range(len(FOLD_NAMES)):
+        val = [r for r in rows if r["fold"] == k]
+        docs.extend((*doc_scores(models[k], embed, t), a, L) for t, a, L in planted_docs(val, rng))
+    benign_docs = {
+        L: (
+            np.array([whole for whole, _, a, lg in docs if lg == L and not a]),
+            np.array([sub for _, sub, a, lg in docs if lg == L and not a]),
+        )
+        for L in LANGS
+    }
+
+    def long_bar(thr: float) -> float:
+        # at most target_fp of the benign planted documents reach it (those under the one-window bar)
+        out = thr
+        for whole, sub in benign_docs.values():
+            left = np.sort(sub[whole < thr])[::-1]
+            k = int(np.floor(target_fp * len(whole)))
+            if k < len(left):
+                out = max(out, float(left[k]) + 1e-9)
+        return out
+
+    stands, needs = rules
+
+    def screen_at(thr: float) -> tuple[NDArray[np.bool_], NDArray[np.bool_], float]:
+        # the screen as shipped: semantic at the bar of the text's shape; a MEDIUM rule finding over
+        # kana / Hangul stands only within CORROBORATION_MARGIN of that bar, every other one stands
+        thr_long = long_bar(thr)
+        bar = np.where(multi, thr_long, thr)
+        sem = best >= bar
+        return sem, stands | (needs & (best - bar >= CORROBORATION_MARGIN)), thr_long
+
+    # the lowest bar at which each language's out-of-fold benign rows have <= target_fp held by the
+    # screen ("semantic": by the semantic screen alone, the policy before dev3); held rows only get
+    # fewer as the bar rises, so the first candidate that holds is the lowest
+    allowed = {L: int(np.floor(target_fp * ((y == 0) & (lang == L)).sum())) for L in LANGS}
+    thr = np.inf
+    for cand in np.unique(best[(y == 0) & ~multi]) + 1e-9:
+        sem, rule_hit, _ = screen_at(float(cand))
+        held = (sem | rule_hit) if budget == "combined" else sem
+        if all(int(held[(y == 0) & (lang == L)].sum()) <= allowed[L] for L in LANGS):
+            thr = float(cand)
+            break
+    sem, rule_hit, thr_long = screen_at(thr)
     both = sem | rule_hit
-    table: dict[str, Any] = {"threshold": thr, "folds": {}}
+    table: dict[str, Any] = {"threshold": thr, "threshold_long": thr_long, "folds": {}}
     for k, name in enumerate(FOLD_NAMES):
         for L in LANGS:
             a = (fold == k) & (lang == L) & (y == 1)
@@ -234,21 +278,6 @@ def cross_validate(
                 "semantic": (int(sem[a].sum()), int(sem[b].sum())),
                 "rules+semantic": (int(both[a].sum()), int(both[b].sum())),
             }
-    table["det"] = float(both[y == 1].mean())
-    table["det_sem"] = float(sem[y == 1].mean())
-    table["fp"] = int(both[y == 0].sum())
-    # planted documents: several windows each, so they need their own, higher bar
-    rng = random.Random(15)
-    docs: list[tuple[float, float, bool, str]] = []
-    for k in range(len(FOLD_NAMES)):
-        val = [r for r in rows if r["fold"] == k]
-        docs.extend((*doc_scores(models[k], embed, t), a, L) for t, a, L in planted_docs(val, rng))
-    thr_long = thr
-    for L in LANGS:
-        b = np.sort([sub for whole, sub, a, lg in docs if lg == L and not a and whole < thr])[::-1]
-        n_ben = sum(1 for _, _, a, lg in docs if lg == L and not a)
-        thr_long = max(thr_long, float(b[int(np.floor(target_fp * n_ben))]) + 1e-9)
-    table["threshold_long"] = thr_long
     res: dict[str, list[int]] = {}
     hits = []
     for whole, sub, a, L in docs:
@@ -261,17 +290,6 @@ def cross_validate(
             hits.append(hit)
     table["planted"] = res
     table["planted_det"] = float(np.mean(hits))
-    multi = [i for i, t in enumerate(texts) if len(windows(t)) > 1]
-    for i in multi:
-        sem[i] = doc_scores(models[int(fold[i])], embed, texts[i])[1] >= thr_long
-    both = sem | rule_hit
-    for k, name in enumerate(FOLD_NAMES):
-        for L in LANGS:
-            a = (fold == k) & (lang == L) & (y == 1)
-            b = (fold == k) & (lang == L) & (y == 0)
-            f = table["folds"][f"{name} {L}"]
-            f["semantic"] = (int(sem[a].sum()), int(sem[b].sum()))
-            f["rules+semantic"] = (int(both[a].sum()), int(both[b].sum()))
     table["det"] = float(both[y == 1].mean())
     table["det_sem"] = float(sem[y == 1].mean())
     table["fp"] = int(both[y == 0].sum())
@@ -290,7 +308,7 @@ def cross_validate(
         }
         for L in LANGS
     }
-    table["multi_window_rows"] = len(multi)
+    table["multi_window_rows"] = int(multi.sum())
     return table
 
 
@@ -307,7 +325,8 @@ def print_table(cfg: Config, t: dict[str, Any]) -> None:
         cells = []
         for key in ("rules", "semantic", "rules+semantic"):
             d, fp = f[key]
-            cells.append(f"{d / f['attacks']:.2f} / {fp:>2}")
+            det = f"{d / f['attacks']:.2f}" if f["attacks"] else "   -"  # dev5: benign rows only
+            cells.append(f"{det} / {fp:>2}")
         print(
             f"  {name:<18} {f['attacks']:>4} {f['benign']:>4}  {cells[0]:>13}  {cells[1]:>16}  {cells[2]:>13}"
         )
@@ -350,8 +369,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     embed = Embedded(enc)
     texts = [r["text"] for r in rows]
     emb = embed(texts)
-    rules = InjectionScreen(semantic=None)
-    rule_hit = np.array([bool(rules.scan(t)) for t in texts])
+    screen = InjectionScreen(semantic=None)
+    found = [screen.scan(t) for t in texts]
+    rules = (
+        np.array([any(not needs_corroboration(f, t) for f in fs) for t, fs in zip(texts, found, strict=True)]),
+        np.array([any(needs_corroboration(f, t) for f in fs) for t, fs in zip(texts, found, strict=True)]),
+    )
     counts = {
         L: (
             sum(r["expect"] for r in rows if r["lang"] == L),
@@ -373,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     results = []
     for cfg in grid:
-        t = cross_validate(rows, emb, rule_hit, embed, cfg, args.target_fp, args.fp_budget)
+        t = cross_validate(rows, emb, rules, embed, cfg, args.target_fp, args.fp_budget)
         print_table(cfg, t)
         results.append((cfg, t))
     cfg, best = max(

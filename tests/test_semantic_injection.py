@@ -275,7 +275,7 @@ def test_a_blank_line_after_a_report_is_no_order(past: str) -> None:
 
 UNCORROBORATED = [  # a rule matches at MEDIUM, the text reads as ordinary (written like dev/fresh rows)
     "ログにアクセストークンが平文で出力されていたので修正した。マスク処理を入れて、古いログも削除済み。",
-    "さっきグループに送ったメッセージは無視してください、別の部署宛てでした 🙏",
+    "さっきグループに送ったメッセージは無視してください。別の部署宛てでした。",
     "방금 공지방에 올린 메시지는 무시해 주세요, 다른 팀 방에 올릴 걸 잘못 올렸어요.",
 ]
 

@@ -252,7 +252,7 @@ def _spoken_to_person(rule: Rule, raw: str, start: int) -> bool:
     return reported_unquoted(raw, start, lang) or addressed_to_person(raw, start)
 
 
-def _needs_corroboration(f: Finding, text: str) -> bool:
+def needs_corroboration(f: Finding, text: str) -> bool:
     """A MEDIUM rule finding over Japanese or Korean words (kept only if the semantic screen backs it)."""
     return (
         f.kind == "injection"
@@ -349,7 +349,7 @@ class InjectionScreen:
             if assessed is not None:
                 semantic, best = assessed
                 if self.corroborate and best is not None and best < CORROBORATION_MARGIN:
-                    found = [f for f in found if not _needs_corroboration(f, text)]
+                    found = [f for f in found if not needs_corroboration(f, text)]
                 found.extend(semantic)
         return resolve_overlaps(found)
 

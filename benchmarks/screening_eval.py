@@ -334,7 +334,8 @@ _LANG_SETS = (
     ("fresh7 (blind set, measured once; not in the model's folds)", ("fresh7",)),
     ("fresh8 (blind set, measured once; rules added on it since)", ("fresh8",)),
     ("dev5 (benign technical prose about agents and memory)", ("dev5",)),
-    ("fresh9 (blind set, measured once)", ("fresh9",)),
+    ("fresh9 (blind set, measured once; rules added on it since)", ("fresh9",)),
+    ("fresh10 (blind set, measured once)", ("fresh10",)),
 )
 
 

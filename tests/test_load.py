@@ -155,3 +155,18 @@ def test_regression_same_memory_twice_in_one_batch() -> None:
     decisions = store.add([mem("Herons fish at dawn.", source_record_id="msg-1")] * 2)
     assert [d.action.value for d in decisions] == ["write", "merge"]
     assert_indexes_agree(store, "s1", {decisions[0].id or ""})
+
+
+def test_an_embedded_store_takes_chroma_calls_one_at_a_time() -> None:
+    """Chroma's embedded bindings can deadlock a releasing read against a GIL-holding write under
+    threads (the mixed load above hung on it once): opening an embedded store serialises Chroma calls."""
+    import chromadb
+
+    from shared_core.store import chroma as chroma_mod
+
+    store = MemoryStore.in_memory()
+    try:
+        assert chroma_mod.is_embedded_client(chromadb.EphemeralClient())
+        assert chroma_mod._serialize_calls
+    finally:
+        store.close()

@@ -30,7 +30,9 @@ __all__ = [
     "chroma_call",
     "collection_name",
     "get_collection_or_none",
+    "is_embedded_client",
     "is_internal_error",
+    "serialize_embedded_calls",
     "set_http_timeout",
 ]
 
@@ -95,6 +97,34 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return out
 
 
+_EMBEDDED_CALLS = threading.RLock()
+_serialize_calls = False
+
+
+def serialize_embedded_calls() -> None:
+    """From now on, run one Chroma call at a time in this process (an embedded client is open).
+
+    Chroma's embedded (Rust) bindings release the GIL in some calls (``get``) and not in others
+    (``upsert``): a read that holds an internal lock and waits for the GIL, beside a write that holds
+    the GIL and waits for that lock, hangs both threads for good (seen under the 4-thread mixed load
+    of ``tests/test_load.py``; chroma-core/chroma#7692 is the open fix upstream). Those calls hold
+    the GIL for most of their time anyway, so taking them one at a time costs little; calls to a
+    ``chroma run`` server (HTTP, no shared native state) are not serialised unless an embedded
+    client is open in the same process.
+    """
+    global _serialize_calls
+    _serialize_calls = True
+
+
+def is_embedded_client(client: Any) -> bool:
+    """Whether ``client`` runs Chroma in this process (not an ``HttpClient``), from its public settings."""
+    try:
+        impl = str(client.get_settings().chroma_api_impl)
+    except Exception:  # an unknown client: treat it as embedded (the safe side)
+        return True
+    return "fastapi" not in impl.lower()
+
+
 def chroma_call(what: str, fn: Callable[[], T], *, retries: int = 0) -> T:
     """Run a Chroma call, mapping its failures to the project's typed errors.
 
@@ -111,6 +141,9 @@ def chroma_call(what: str, fn: Callable[[], T], *, retries: int = 0) -> T:
     """
     for attempt in range(retries + 1):
         try:
+            if _serialize_calls:
+                with _EMBEDDED_CALLS:
+                    return fn()
             return fn()
         except (StoreError, EmbeddingError):
             raise

@@ -18,7 +18,7 @@ from ..errors import InputError, StoreError, StoreLockedError
 from ..write import lifecycle
 from ..write.gate import WriteGate
 from .backend import ChromaBackend
-from .chroma import chroma_call, set_http_timeout
+from .chroma import chroma_call, is_embedded_client, serialize_embedded_calls, set_http_timeout
 from .erasure import compact_chroma, scrub_hnsw
 from .ledger import ChromaLedger
 from .mirror import TombstoneMirror, default_mirror_path
@@ -63,7 +63,10 @@ def open_client(
     import chromadb
 
     if client is not None:
+        if is_embedded_client(client):
+            serialize_embedded_calls()
         return client, prefix or "rg", False
+    serialize_embedded_calls()  # see there: Chroma's embedded bindings deadlock under threads
     if path is not None:
         return persistent_client(path, scrub=not read_only), prefix or "rg", True
     # The in-process ephemeral system is shared: a fresh prefix isolates this store.

@@ -4,9 +4,10 @@ The injection rules for Japanese and Korean find dismissals, requests and sends;
 here read what surrounds a match: a past, passive or humble statement reports a change and gives
 no order (取り消しとなりました, 취소되었습니다), reported speech and words mentioned in quotes are
 not said to the model (:mod:`.speech`), an order to a person (山田様, 김 대리님) is not for it, a
-prohibition is the opposite of a request (教えたり送ったりしないでください), and a file sent to a
-colleague's address is work, not a leak. The rule tables name them by key (``ja_directive``,
-``ko_request``, ``exfiltration``, ...); :mod:`.validators` registers them.
+prohibition is the opposite of a request (教えたり送ったりしないでください). (A file sent to a
+colleague's address is work, not a leak: the exfiltration rules tell the two apart by what they
+match, JA_LEAK_OBJ / JA_WEB_DEST in the rule table.) The rule tables name the validators by key
+(``ja_directive``, ``ko_request``, ...); :mod:`.validators` registers them.
 """
 
 from __future__ import annotations
@@ -87,27 +88,6 @@ def _not_for_model(m: Match[str], lang: str) -> bool:
         or reported_unquoted(text, start, lang)
         or addressed_to_person(text, start)
     )
-
-
-# what a model is asked to leak: the conversation, its memory, contacts, credentials, everything
-_LEAK_OBJECT = re.compile(
-    r"会話|チャット|履歴|ログ|やり取り|全文|個人情報|アドレス帳|連絡先|認証情報|パスワード|api\s?キー|スレッド|メール(?:を|の内容|本文|全部|すべて)"
-    r"|대화|채팅|기록|로그|전문|개인\s*정보|주소록|연락처|인증\s*정보|비밀번호|api\s*키|스레드|메일\s*(?:을|내용|본문|전부|모두)"
-    r"|すべて|全て|全部|모든|전부|모두"
-)
-_WEB_DESTINATION = re.compile(r"https?://|www\.|外部|webhook|ウェブフック|url|フォーム|외부|웹훅|양식")
-
-
-def _exfiltration(m: Match[str], g: int | str) -> bool:
-    """Data sent out: anything to a web address, or what a model holds to an e-mail address.
-
-    "請求書のファイルは keiri@example.co.jp に送ってください" is where a person sends their work (a
-    file, a report, data); the conversation, the history, contacts, credentials or "everything" sent
-    to an address, or anything sent to a URL, a webhook or an outside server, is what an injection
-    asks a model to leak.
-    """
-    told = m.group(0)
-    return _WEB_DESTINATION.search(told) is not None or _LEAK_OBJECT.search(told) is not None
 
 
 def _two_sentences(text: str, end: int, ends: re.Pattern[str]) -> str:
@@ -230,6 +210,5 @@ ORDER_VALIDATORS: dict[str, Callable[[Match[str], int | str], bool]] = {
     "ko_directive_loose": _ko_directive_loose,
     "ko_request": _ko_request,
     "ko_order_here": _ko_order_here,
-    "exfiltration": _exfiltration,
 }
 """The validators of this module by the key the rule tables name them with."""

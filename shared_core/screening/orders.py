@@ -162,22 +162,19 @@ def _ko_directive(m: Match[str], g: int | str) -> bool:
     return _KO_ORDER.search(_two_sentences(text, end, _KO_SENTENCE_END)) is not None
 
 
-def _ja_order_here(m: Match[str], g: int | str) -> bool:
-    """A Japanese cue with an imperative or request in the rest of its own sentence."""
-    if not _ja_directive_loose(m, g):
-        return False
-    text, end = m.string, m.end()
-    stop = _JA_SENTENCE_END.search(text, end)
-    return _JA_ORDER.search(text[end : stop.end() if stop else len(text)]) is not None
+def _order_here(
+    loose: Callable[[Match[str], int | str], bool], sentence_end: re.Pattern[str], order: re.Pattern[str]
+) -> Callable[[Match[str], int | str], bool]:
+    """A validator: the cue passes ``loose`` and the rest of its own sentence holds an ``order``."""
 
+    def check(m: Match[str], g: int | str) -> bool:
+        if not loose(m, g):
+            return False
+        text, end = m.string, m.end()
+        stop = sentence_end.search(text, end)
+        return order.search(text[end : stop.end() if stop else len(text)]) is not None
 
-def _ko_order_here(m: Match[str], g: int | str) -> bool:
-    """A Korean cue with an imperative or request in the rest of its own sentence."""
-    if not _ko_directive_loose(m, g):
-        return False
-    text, end = m.string, m.end()
-    stop = _KO_SENTENCE_END.search(text, end)
-    return _KO_ORDER.search(text[end : stop.end() if stop else len(text)]) is not None
+    return check
 
 
 def _ko_directive_loose(m: Match[str], g: int | str) -> bool:
@@ -205,10 +202,10 @@ ORDER_VALIDATORS: dict[str, Callable[[Match[str], int | str], bool]] = {
     "ja_directive": _ja_directive,
     "ja_directive_loose": _ja_directive_loose,
     "ja_request": _ja_request,
-    "ja_order_here": _ja_order_here,
+    "ja_order_here": _order_here(_ja_directive_loose, _JA_SENTENCE_END, _JA_ORDER),
     "ko_directive": _ko_directive,
     "ko_directive_loose": _ko_directive_loose,
     "ko_request": _ko_request,
-    "ko_order_here": _ko_order_here,
+    "ko_order_here": _order_here(_ko_directive_loose, _KO_SENTENCE_END, _KO_ORDER),
 }
 """The validators of this module by the key the rule tables name them with."""

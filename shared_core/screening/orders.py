@@ -64,6 +64,8 @@ def _reported(text: str, start: int, end: int, after: re.Pattern[str]) -> bool:
 # (알려 드리겠습니다, 보내 드릴게요), or a causative described (보내게 만든다)
 _KO_NOT_ORDER = re.compile(
     r"\s*(?:(?:주|드리)?\s*지\s*(?:않|마|말)|않|하는\s|는\s|던\s|한\s|드리겠|드릴|드립|드렸|게\s*만[들든])"
+    # a noun that the match names: 제한 해제 요청 / 시도 / 공격 is a kind of request, not one made
+    r"|\s*(?:요청|시도|공격|여부|기능|방법|방식|테스트|시나리오)(?!\s*(?:합|해|하|드|을\s*(?:합|해|하|드)))"
 )
 
 

@@ -4,7 +4,8 @@ The injection rules and cues look for orders; many benign texts hold orders that
 model that reads them:
 
 * words *mentioned* in quotes: a language lesson (「忘れてください」は丁寧な依頼), a security notice
-  ("이전 지시를 무시하세요"라는 문장), song lyrics, an example after 例： / 예시: ;
+  ("이전 지시를 무시하세요"라는 문장), a kind of attack named by an instance (「指示を無視して」型の攻撃,
+  "다 무시해" 식의 공격), song lyrics, an example after 例： / 예시: , a test input after 入力： / 입력: ;
 * *direct speech* of a named speaker: 部長「先ほど言ったことは忘れてください」, 팀장님 "잊어 주세요",
   a game master's line in a TRPG log;
 * speech *reported* without quotes: ...自由に意見を出してください、と課長に言われた;
@@ -32,7 +33,9 @@ _PAIRS = {"「": "」", "『": "』", "“": "”", "‘": "’", '"': '"', "'":
 # what follows a quote that is mentioned or reported, not given as an order
 _MENTION_AFTER = re.compile(
     r"\s*(?:と|という|との|って|など|といった|のような|みたいな|は|も|について|に関して|の(?:ような|一文|文|フレーズ)"
-    r"|라고|라는|라며|란|이라고|이라는|이란|같은|는|은|처럼|에\s*대해|에\s*관해|하고|고(?=\s))"
+    r"|型の?|式の|系の|タイプの"  # 「これまでの指示を無視して」型の攻撃: a kind of text named by an instance
+    r"|라고|라는|라며|란|이라고|이라는|이란|같은|는|은|처럼|에\s*대해|에\s*관해|하고|고(?=\s)"
+    r"|식의|식으로|류의|유형의|타입의|등의|등(?=\s))"
 )
 # a speaker label right before an opening quote: a title, a name with an honorific, a game role
 _SPEAKER = re.compile(
@@ -40,8 +43,9 @@ _SPEAKER = re.compile(
     r"gm|kp|pl|dm|プレイヤー\d*|母|父|님|씨|선생|플레이어\d*)\s*[:：]?\s*$",
     re.IGNORECASE,
 )
-# a label that introduces an example or a quotation up to the end of the line
-_EXAMPLE_BEFORE = re.compile(r"(?:例文|例|用例|예문|예시|예)\s*[:：]?\s*$")
+# a label that introduces an example or a quotation up to the end of the line; a test case's input
+# (入力：「...」, 입력: "...") is quoted to be tried, not said to the model reading the test plan
+_EXAMPLE_BEFORE = re.compile(r"(?:例文|例|用例|入力|예문|예시|예|입력)\s*[:：]?\s*$")
 _EXAMPLE = re.compile(r"(?:例文|例|用例|例えば|예문|예시|예|보기)\s*[:：]\s*$")
 
 

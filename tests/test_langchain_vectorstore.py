@@ -285,6 +285,17 @@ def test_delete_delegates_to_the_inner_store() -> None:
     assert inner.store == {}
 
 
+def test_delete_by_an_id_the_gate_merged_removes_the_memory() -> None:
+    """add_documents(ids=["b"]) merged into "a" as a duplicate: delete(["b"]) deletes "a" (L2)."""
+    inner = InMemoryVectorStore(HashEmbeddings())
+    vs = gated(inner)
+    vs.add_documents([Document(id="a", page_content="office opens at eight")])
+    vs.add_documents([Document(id="b", page_content="office opens at eight")])
+    assert list(inner.store) == ["a"]
+    assert vs.delete(["b"]) is True
+    assert inner.store == {}
+
+
 def test_from_texts_builds_a_gated_in_memory_store() -> None:
     """from_texts writes through the gate into an InMemoryVectorStore."""
     vs = GatedVectorStore.from_texts(

@@ -259,3 +259,30 @@ def test_postings_bm25_equals_rank_bm25_loop(corpus, query) -> None:  # type: ig
 
     index = LuceneBM25Okapi([doc or [""] for doc in corpus])
     assert np.allclose(index.get_scores(query), index.get_scores_reference(query), rtol=1e-12, atol=1e-12)
+
+
+def test_an_id_merged_as_a_duplicate_still_gets_and_deletes_its_memory(tmp_path: Path) -> None:
+    """add(ids=[b]) merged into memory a: get([b]) returns a, delete([b]) deletes it (L2).
+
+    On a persistent store (the ledger in Chroma) and after reopening it; another owner's delete by
+    that id is refused, and an id that was never written resolves to nothing.
+    """
+    body = "The staging database lives on host db-stage-2 in eu-west."
+    store = make_store(tmp_path / "m")
+    try:
+        assert store.add([mem(body, id="first")])[0].action.value == "write"
+        merged = store.add([mem(body, id="second")])[0]
+        assert merged.action.value == "merge" and merged.id == "first"
+    finally:
+        store.close()
+    store = make_store(tmp_path / "m")
+    try:
+        assert [r.id for r in store.get(["second"], memory_space_id="s1")] == ["first"]
+        assert store.get(["never-written"], memory_space_id="s1") == []
+        other = {**SCOPE, "user_id": "u2"}
+        assert store.delete(["second"], memory_space_id="s1", scope=other) == 0
+        assert store.delete(["second"], memory_space_id="s1", scope=SCOPE) == 1
+        assert store.get(["first", "second"], memory_space_id="s1") == []
+        assert not store.query("where is the staging database", scope=SCOPE).accepted
+    finally:
+        store.close()

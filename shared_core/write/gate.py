@@ -50,7 +50,7 @@ from .candidate import MemoryCandidate, WriteAction, WriteDecision, WriteReason,
 from .checks import check_ownership, check_tombstones
 from .decide import SPLIT_WINDOW, build_record, decide_writes
 from .facts import changed_fact
-from .ledger import HeldCandidate, Ledger
+from .ledger import HeldCandidate, Ledger, id_alias
 from .target import PartitionKey, WriteTarget, owner_of, partition_key
 
 __all__ = ["SKIPPABLE", "WriteGate"]
@@ -342,6 +342,7 @@ class WriteGate:
             self.target.commit(
                 [batch.upserts[i] for i in ids], np.stack([batch.vectors[i] for i in ids]).astype(np.float32)
             )
+        if not dry_run:
             for source, space, mid in batch.links:
                 self.ledger.link(source, space, mid)
             for d in decisions:
@@ -480,6 +481,7 @@ class WriteGate:
             text_id = memory_id(rec.scope, rec.title, rec.body)
             earlier = batch.upserts.get(batch.by_text.get(text_id, ""))
             if earlier is not None and not changed_fact(earlier.body, rec.body):
+                _alias(batch, rec, earlier, text_id)
                 return decided(WriteAction.MERGE, earlier.id, WriteReason.DUPLICATE, existing=earlier.id)
             threshold = self.policy_for(rec.memory_space_id).dedup_threshold
             stored = self.target.neighbours(rec, vec, threshold=threshold, limit=5)
@@ -497,6 +499,7 @@ class WriteGate:
                     else:
                         reasons.append(WriteReason.CHANGED_FACT)  # a new memory beside it
                     break
+                _alias(batch, rec, near, text_id)
                 if owner_of(near) != owner_of(rec):
                     # Another writer's shared memory: never raise its evidence or tier (R2, W3).
                     return decided(WriteAction.MERGE, near.id, WriteReason.DUPLICATE, existing=near.id)
@@ -585,3 +588,9 @@ def _changed(old: MemoryRecord, new: MemoryRecord) -> bool:
     if changed_fact(old.body, new.body):
         return True
     return bool(old.title and new.title) and changed_fact(old.title, new.title)
+
+
+def _alias(batch: _Batch, rec: MemoryRecord, into: MemoryRecord, derived_id: str) -> None:
+    """Link a write's explicit id to the memory it was merged into (see :func:`.ledger.id_alias`)."""
+    if rec.id != derived_id and rec.id != into.id:
+        batch.links.append((id_alias(rec.id), into.memory_space_id, into.id))

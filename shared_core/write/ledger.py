@@ -19,14 +19,36 @@ never text.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from .candidate import MemoryCandidate
 
-__all__ = ["HeldCandidate", "InMemoryLedger", "Ledger"]
+__all__ = ["HeldCandidate", "InMemoryLedger", "Ledger", "id_alias", "resolve_aliases"]
+
+
+def id_alias(memory_id: str) -> str:
+    """The lineage key under which an explicit id merged into another memory is recorded.
+
+    A write with its own id (``add_documents(docs, ids=[...])``) that the gate merges into an
+    existing memory as a duplicate is stored under that memory's id; the link
+    ``id_alias(its id) -> memory`` lets ``get`` and ``delete`` by the caller's id find it. The
+    key starts with a control character, which :func:`~shared_core.model.fields.check_key`
+    refuses in a ``source_record_id``, so no source can name an alias (nor ``forget`` one).
+    """
+    return "\x1fid\x1f" + memory_id
+
+
+def resolve_aliases(ledger: Ledger, ids: Iterable[str], memory_space_id: str) -> dict[str, list[str]]:
+    """``{id: [memory ids]}`` for each of ``ids`` merged into memories of the space (none: left out)."""
+    out: dict[str, list[str]] = {}
+    for mid in ids:
+        links = sorted({m for space, m in ledger.linked(id_alias(mid)) if space == memory_space_id})
+        if links:
+            out[mid] = links
+    return out
 
 
 @dataclass(frozen=True)

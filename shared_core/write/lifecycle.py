@@ -30,6 +30,7 @@ from ..model import MemoryRecord, Scope, Tier, check_key, coerce_scope
 from .authority import WritePath
 from .candidate import WriteDecision
 from .gate import WriteGate
+from .ledger import resolve_aliases
 from .review import purge_quarantine
 from .target import owner_of, partition_key
 
@@ -139,22 +140,32 @@ def delete(
 
     Args:
         gate: the write gate.
-        ids: memory ids.
+        ids: memory ids; an id the gate merged into another memory as a duplicate (the write was
+            stored under that memory's id) deletes that memory, as ``forget`` does for a source.
         memory_space_id: their memory space.
         scope: the caller; only memories it owns are deleted (``None``: an operator, any id).
 
     Returns:
-        ``{"deleted": [ids], "not_owner": [ids]}``; ``not_owner`` also lists ids that do not exist
-        (the caller cannot tell the two apart).
+        ``{"deleted": [memory ids], "not_owner": [ids]}``; ``not_owner`` also lists ids that do not
+        exist (the caller cannot tell the two apart).
     """
     gate.check_writable()
     caller = None if scope is None else coerce_scope(scope)
     if caller is not None and caller.memory_space_id != memory_space_id:
         return {"deleted": [], "not_owner": sorted(set(ids))}
     with gate.lock:
-        found = {r.id: r for r in gate.target.get(list(dict.fromkeys(ids)), memory_space_id=memory_space_id)}
+        wanted = list(dict.fromkeys(ids))
+        found = {r.id: r for r in gate.target.get(wanted, memory_space_id=memory_space_id)}
+        # an id the gate merged into another memory deletes that memory, as forget does a source
+        merged = resolve_aliases(gate.ledger, [m for m in wanted if m not in found], memory_space_id)
+        into = sorted({m for ms in merged.values() for m in ms} - set(found))
+        if into:
+            found.update({r.id: r for r in gate.target.get(into, memory_space_id=memory_space_id)})
         mine = sorted(m for m, r in found.items() if caller is None or _owns(caller, r))
-        refused = sorted(set(ids) - set(mine))
+        gone = set(mine)
+        refused = sorted(
+            m for m in set(ids) if m not in gone and not (m in merged and gone.issuperset(merged[m]))
+        )
         now = gate.now()
         if mine:
             gate.ledger.tombstone(memories=mine, at=now, counts=len(mine))

@@ -35,7 +35,7 @@ _MENTION_AFTER = re.compile(
     r"\s*(?:と|という|との|って|など|といった|のような|みたいな|は|も|について|に関して|の(?:ような|一文|文|フレーズ)"
     r"|型の?|式の|系の|タイプの"  # 「これまでの指示を無視して」型の攻撃: a kind of text named by an instance
     r"|라고|라는|라며|란|이라고|이라는|이란|같은|는|은|처럼|에\s*대해|에\s*관해|하고|고(?=\s)"
-    r"|식의|식으로|류의|유형의|타입의|등의|등(?=\s))"
+    r"|식의|식으로|류의|류(?=\s)|유형의|타입의|등의|등(?=\s))"
 )
 # a speaker label right before an opening quote: a title, a name with an honorific, a game role
 _SPEAKER = re.compile(

@@ -42,7 +42,7 @@ from ..write import lifecycle, review
 from ..write.authority import WritePath
 from ..write.candidate import MemoryCandidate, WriteDecision
 from ..write.gate import WriteGate
-from ..write.ledger import resolve_aliases
+from ..write.ledger import get_with_aliases
 from .backend import ChromaBackend
 from .erasure import scrub_hnsw
 from .ledger import ChromaLedger
@@ -486,15 +486,10 @@ class MemoryStore:
     def get(self, ids: Sequence[str], *, memory_space_id: str) -> list[MemoryRecord]:
         """Records by id from Chroma (no gate: for operators and tests, not for the model).
 
-        An id the write gate merged into another memory as a duplicate (the write's decision named
-        that memory) returns that memory, under its own id.
+        An id the write gate merged into another memory as a duplicate returns that memory.
         """
         self._check_open()
-        got = self._backend.get(ids, memory_space_id=memory_space_id)
-        have = {r.id for r in got}
-        merged = resolve_aliases(self._writer.ledger, [m for m in ids if m not in have], memory_space_id)
-        into = sorted({m for ms in merged.values() for m in ms} - have)
-        return got + self._backend.get(into, memory_space_id=memory_space_id) if into else got
+        return get_with_aliases(self._backend, self._writer.ledger, ids, memory_space_id)
 
     def find(self, memory_space_id: str, mid: str) -> MemoryRecord | None:
         """A stored memory by id (from Chroma), or ``None``."""

@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .candidate import MemoryCandidate
 
-__all__ = ["HeldCandidate", "InMemoryLedger", "Ledger", "id_alias", "resolve_aliases"]
+__all__ = ["HeldCandidate", "InMemoryLedger", "Ledger", "get_with_aliases", "id_alias", "resolve_aliases"]
 
 
 def id_alias(memory_id: str) -> str:
@@ -49,6 +49,15 @@ def resolve_aliases(ledger: Ledger, ids: Iterable[str], memory_space_id: str) ->
         if links:
             out[mid] = links
     return out
+
+
+def get_with_aliases(target: Any, ledger: Ledger, ids: Sequence[str], memory_space_id: str) -> list[Any]:
+    """``target.get(ids)``, plus the memories that ids not found were merged into (:func:`id_alias`)."""
+    got: list[Any] = target.get(ids, memory_space_id=memory_space_id)
+    have = {r.id for r in got}
+    merged = resolve_aliases(ledger, [m for m in ids if m not in have], memory_space_id)
+    into = sorted({m for ms in merged.values() for m in ms} - have)
+    return got + list(target.get(into, memory_space_id=memory_space_id)) if into else got
 
 
 @dataclass(frozen=True)

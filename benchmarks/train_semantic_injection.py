@@ -11,18 +11,19 @@ Training rows: the Japanese and Korean rows of ``shared_core/data/screening/inje
 in the development splits ``dev``, ``check``, ``fresh``, ``fresh2``, ``dev2``, ``fresh3``, ``fresh4``,
 ``dev3``, ``fresh5``, ``dev4``, ``fresh6``, ``fresh7``, ``fresh8``, ``dev5`` (benign technical
 prose about agents and memory, written for the over-blocking of long documents), ``fresh9``, ``fresh10``,
-``fresh11`` and ``dev6`` (natural-sounding standing orders against the user beside their look-alikes: support
-scripts for people, real security notices, quoted scams); the fresh sets were each measured once as
+``fresh11``, ``fresh12``, ``dev6`` (natural-sounding standing orders against the user beside their look-alikes: support
+scripts for people, real security notices, quoted scams) and ``dev7`` (a user's preferences and standing
+requests to their own assistant, beside orders in the same style that work against the user); the fresh sets were each measured once as
 blind sets and are development data since. Rows of any other split are dropped as the file is read and never embedded here; the blind
 set of the final measurement is not in the case file.
 
-Cross-validation: seventeen folds, ``dev+check`` | ``fresh+fresh2`` | ``dev2 batch 1`` | ``dev2 batch 2``
+Cross-validation: nineteen folds, ``dev+check`` | ``fresh+fresh2`` | ``dev2 batch 1`` | ``dev2 batch 2``
 | ``fresh3`` | ``fresh4`` | ``dev3`` | ``fresh5`` | ``dev4`` | ``fresh6`` | ``fresh7`` | ``fresh8`` | ``dev5``
-| ``fresh9`` | ``fresh10`` | ``dev6`` | ``fresh11`` (a Japanese row and the Korean row written as its counterpart are
+| ``fresh9`` | ``fresh10`` | ``dev6`` | ``fresh11`` | ``fresh12`` | ``dev7`` (a Japanese row and the Korean row written as its counterpart are
 in the same fold, so the multilingual embedding cannot carry a translation across). For each
 candidate (regularisation of the two regressions, number of n-gram buckets, weight of the benign
 rows: hard negatives, all of them carry trigger words) every fold is scored by models trained on the
-other sixteen; the threshold is the lowest value at which, for each language, at most ``--target-fp`` of
+other eighteen; the threshold is the lowest value at which, for each language, at most ``--target-fp`` of
 the out-of-fold benign rows are flagged by the rules or the semantic screen (the screen as shipped:
 the semantic screen gets whatever share of the budget the rules leave, and at most ``--target-fp``
 on its own). Reported per fold and language: semantic alone, and rules OR semantic (the
@@ -60,16 +61,16 @@ CASES = ROOT / "shared_core" / "data" / "screening" / "injection_lang_cases.json
 OUT = ROOT / "shared_core" / "data" / "screening" / "injection_semantic.json"
 DEV_SPLITS = (
     "dev", "check", "fresh", "fresh2", "dev2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6", "fresh7", "fresh8",
-    "dev5", "fresh9", "fresh10", "dev6", "fresh11",
+    "dev5", "fresh9", "fresh10", "dev6", "fresh11", "fresh12", "dev7",
 )
 LANGS = ("ja", "ko")
 FOLD_NAMES = (
     "dev+check", "fresh+fresh2", "dev2 batch 1", "dev2 batch 2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6",
-    "fresh7", "fresh8", "dev5", "fresh9", "fresh10", "dev6", "fresh11",
+    "fresh7", "fresh8", "dev5", "fresh9", "fresh10", "dev6", "fresh11", "fresh12", "dev7",
 )
 _FOLD_OF = {
     "dev": 0, "check": 0, "fresh": 1, "fresh2": 1, "fresh3": 4, "fresh4": 5, "dev3": 6, "fresh5": 7, "dev4": 8, "fresh6": 9,
-    "fresh7": 10, "fresh8": 11, "dev5": 12, "fresh9": 13, "fresh10": 14, "dev6": 15, "fresh11": 16,
+    "fresh7": 10, "fresh8": 11, "dev5": 12, "fresh9": 13, "fresh10": 14, "dev6": 15, "fresh11": 16, "fresh12": 17, "dev7": 18,
 }
 Arr = NDArray[np.float64]
 

@@ -200,7 +200,19 @@ def _ko_request(m: Match[str], g: int | str) -> bool:
     return _KO_NOT_ORDER.match(text, end) is None
 
 
+def _opens_the_text(m: Match[str], g: int | str) -> bool:
+    """Nothing but blanks before the match: a note that begins by addressing the assistant."""
+    return not m.string[: m.start()].strip()
+
+
+def _after_other_text(m: Match[str], g: int | str) -> bool:
+    """Other text before the match: an address to an AI inside a document, e-mail or report."""
+    return not _opens_the_text(m, g)
+
+
 ORDER_VALIDATORS: dict[str, Callable[[Match[str], int | str], bool]] = {
+    "opens_the_text": _opens_the_text,
+    "after_other_text": _after_other_text,
     "ja_directive": _ja_directive,
     "ja_directive_loose": _ja_directive_loose,
     "ja_request": _ja_request,

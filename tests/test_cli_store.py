@@ -306,3 +306,28 @@ def test_query_into_a_closed_pipe_is_quiet(built: tuple[Path, Any]) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=240) == 141
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_add_private_keeps_every_record_to_its_owner(tmp_path: Path) -> None:
+    """``--private``: a record asking for ``visibility: shared`` is written private (trust_lowered)."""
+    shared = {
+        **OWNER,
+        "title": "Kitchen",
+        "body": "The office kitchen is cleaned every Friday at 4 pm.",
+        "origin": "user_explicit",
+        "visibility": "shared",
+    }
+    src = write_jsonl(tmp_path / "m.jsonl", [shared])
+    store = tmp_path / "store"
+    proc = cli("add", "--store", str(store), "--input", str(src), "--private", "--json", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    [row] = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert row["action"] == "write" and "trust_lowered" in row["reasons"], row
+    with MemoryStore(store, read_only=True) as s:
+        [rec] = s.get([row["id"]], memory_space_id="brand")
+        assert rec.visibility.value == "private"
+    other = tmp_path / "other"
+    plain = cli("add", "--store", str(other), "--input", str(src), "--json", "--no-progress")
+    [row] = [json.loads(line) for line in plain.stdout.splitlines()]
+    with MemoryStore(other, read_only=True) as s:
+        assert s.get([row["id"]], memory_space_id="brand")[0].visibility.value == "shared"

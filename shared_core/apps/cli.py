@@ -179,6 +179,12 @@ def _parser() -> argparse.ArgumentParser:
         "--cited", action="store_true", help="with --origin: vouch that the records are grounded in a source"
     )
     a.add_argument(
+        "--private",
+        action="store_true",
+        help="write every record private to its owner: records asking for visibility shared are "
+        "lowered (trust_lowered: visibility) (default: records' visibility honoured; private when unset)",
+    )
+    a.add_argument(
         "--batch", type=int, default=64, metavar="N", help="memories per write batch (default: 64)"
     )
     a.add_argument("--dry-run", action="store_true", help="decide without writing anything")

@@ -138,25 +138,32 @@ def open_store(args: argparse.Namespace, *, mode: Mode, command: str) -> Iterato
 
 
 def write_path_of(args: argparse.Namespace) -> WritePath:
-    """The authority of one ``recall-gate add`` (``--scope``, ``--origin``, ``--cited``).
+    """The authority of one ``recall-gate add`` (``--scope``, ``--origin``, ``--cited``, ``--private``).
 
     Without ``--origin``: the operator path, records' owners and trust claims as given (you
     vouch for the file); ``--scope`` pins one owner. With ``--origin``: that origin is the
     ceiling (records claiming more are lowered, ``trust_lowered``), and records' own evidence
     claims (``cited``, ``confirmations``, ``evidence_count``, ``verification_status``) are
-    ignored; ``--cited`` vouches that the file's records are grounded in a source.
+    ignored; ``--cited`` vouches that the file's records are grounded in a source. ``--private``:
+    no record of the file is written shared with the space (one asking for it is lowered).
 
     Raises:
         InputError: on ``--cited`` without ``--origin``.
         ScopeError: on a malformed ``--scope``.
     """
     scope = Scope.parse(args.scope) if args.scope else None
+    shared = not getattr(args, "private", False)
     if args.origin is None:
         if args.cited:
             raise InputError("--cited needs --origin (without it, each record's own 'cited' is honoured)")
-        return WritePath.operator(name="cli", scope=scope)
+        return WritePath.operator(name="cli", scope=scope).model_copy(update={"allow_shared": shared})
     return WritePath(
-        name="cli", scope=scope, origin=Origin(args.origin), trust_claims=False, cited=args.cited
+        name="cli",
+        scope=scope,
+        origin=Origin(args.origin),
+        trust_claims=False,
+        cited=args.cited,
+        allow_shared=shared,
     )
 
 

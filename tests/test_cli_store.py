@@ -310,14 +310,7 @@ def test_query_into_a_closed_pipe_is_quiet(built: tuple[Path, Any]) -> None:
 
 def test_add_private_keeps_every_record_to_its_owner(tmp_path: Path) -> None:
     """``--private``: a record asking for ``visibility: shared`` is written private (trust_lowered)."""
-    shared = {
-        **OWNER,
-        "title": "Kitchen",
-        "body": "The office kitchen is cleaned every Friday at 4 pm.",
-        "origin": "user_explicit",
-        "visibility": "shared",
-    }
-    src = write_jsonl(tmp_path / "m.jsonl", [shared])
+    src = write_jsonl(tmp_path / "m.jsonl", [{**POLICY, "visibility": "shared"}])
     store = tmp_path / "store"
     proc = cli("add", "--store", str(store), "--input", str(src), "--private", "--json", "--no-progress")
     assert proc.returncode == 0, proc.stderr

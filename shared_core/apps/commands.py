@@ -152,7 +152,7 @@ def write_path_of(args: argparse.Namespace) -> WritePath:
         ScopeError: on a malformed ``--scope``.
     """
     scope = Scope.parse(args.scope) if args.scope else None
-    shared = not getattr(args, "private", False)
+    shared = not args.private
     if args.origin is None:
         if args.cited:
             raise InputError("--cited needs --origin (without it, each record's own 'cited' is honoured)")

@@ -12,12 +12,13 @@ model's name and dimension, and a store refuses to mix models in one collection.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +30,7 @@ __all__ = [
     "check_collection_embedding",
     "chroma_call",
     "collection_name",
+    "exclusive_chroma",
     "get_collection_or_none",
     "is_embedded_client",
     "is_internal_error",
@@ -114,6 +116,17 @@ def serialize_embedded_calls() -> None:
     """
     global _serialize_calls
     _serialize_calls = True
+
+
+@contextlib.contextmanager
+def exclusive_chroma() -> Iterator[None]:
+    """No Chroma call of this process runs while inside (they wait): for a compaction's child process.
+
+    Taken whether or not calls are serialised: the child rewrites ``chroma.sqlite3`` (``VACUUM``)
+    and must not race a call of this process's Chroma on the same file.
+    """
+    with _EMBEDDED_CALLS:
+        yield
 
 
 def is_embedded_client(client: Any) -> bool:

@@ -41,18 +41,22 @@ the SQLite file open and rewrites HNSW files while it runs).
 
 from __future__ import annotations
 
+import json
 import os
-import sqlite3
 import struct
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
+from . import sqlite_compact
+from .chroma import exclusive_chroma
 
 __all__ = ["compact_chroma", "disk_free", "scrub_hnsw"]
 
-_DELETE = 3
+_VACUUM_SECONDS = 600.0  # a VACUUM rewrites the file: allow it minutes on a large store
 
 
 def disk_free(path: Path) -> int:
@@ -61,16 +65,12 @@ def disk_free(path: Path) -> int:
     return int(st.f_bavail * st.f_frsize)
 
 
-def _placeholder(nbytes: int) -> bytes:
-    if nbytes < 4:
-        return b"\x00" * nbytes
-    return struct.pack("<f", 1.0) + b"\x00" * (nbytes - 4)
-
-
 def compact_chroma(folder: str | Path, *, busy_timeout: float = 10.0) -> dict[str, Any]:
     """Scrub, merge and vacuum the ``chroma.sqlite3`` of a Chroma folder (see module docstring).
 
-    Safe while this process has the folder open through a ``PersistentClient`` (SQLite locks);
+    The SQLite steps run in a child process (:mod:`shared_core.store.sqlite_compact` says why: two
+    copies of SQLite in one process corrupt each other's locks), while no Chroma call of this
+    process runs. Safe while this process has the folder open through a ``PersistentClient``;
     another process reading it makes ``VACUUM`` wait up to ``busy_timeout`` seconds, then fail.
 
     Args:
@@ -94,63 +94,28 @@ def compact_chroma(folder: str | Path, *, busy_timeout: float = 10.0) -> dict[st
         raise StoreError(
             f"not enough free disk space to compact {db} (needs about {before >> 20} MiB + 4 MiB free)"
         )
-    try:
-        con = sqlite3.connect(str(db), timeout=busy_timeout, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open {db} to compact it ({type(exc).__name__})") from None
-    try:
-        con.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        con.execute("PRAGMA secure_delete = ON")
-        scrubbed = _scrub_queue(con)
-        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "embedding_fulltext_search" in tables:
-            con.execute(
-                "INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES ('optimize')"
+    command = [sys.executable, "-I", sqlite_compact.__file__, str(db), str(busy_timeout)]
+    with exclusive_chroma():
+        try:
+            run = subprocess.run(
+                command, capture_output=True, text=True, timeout=busy_timeout + _VACUUM_SECONDS, check=False
             )
-        con.execute("VACUUM")
-    except sqlite3.Error as exc:
-        raise StoreError(f"compaction of {db} failed ({type(exc).__name__}: {exc})") from None
-    finally:
-        con.close()
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise StoreError(f"compaction of {db} could not run ({type(exc).__name__})") from None
+    try:
+        report = json.loads(run.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        report = {"error": f"exit status {run.returncode}"}
+    if run.returncode != 0 or "error" in report:
+        raise StoreError(f"compaction of {db} failed ({report.get('error', run.returncode)})")
     hnsw = scrub_hnsw(db.parent)
     return {
-        "scrubbed": scrubbed,
+        "scrubbed": int(report["scrubbed"]),
         "hnsw_bytes_zeroed": hnsw,
         "bytes_before": before,
         "bytes_after": db.stat().st_size,
         "ms": round((time.perf_counter() - t0) * 1e3, 1),
     }
-
-
-def _scrub_queue(con: sqlite3.Connection) -> int:
-    con.execute("BEGIN IMMEDIATE")
-    try:
-        last_delete = {
-            (topic, mid): seq
-            for topic, mid, seq in con.execute(
-                "SELECT topic, id, MAX(seq_id) FROM embeddings_queue WHERE operation = ? GROUP BY topic, id",
-                (_DELETE,),
-            )
-        }
-        dead = [
-            (seq, size)
-            for seq, topic, mid, size in con.execute(
-                "SELECT seq_id, topic, id, COALESCE(length(vector), 0) FROM embeddings_queue "
-                "WHERE operation != ? AND (metadata IS NOT NULL OR vector IS NOT NULL)",
-                (_DELETE,),
-            )
-            if seq < last_delete.get((topic, mid), -1)
-        ]
-        for seq, size in dead:
-            con.execute(
-                "UPDATE embeddings_queue SET metadata = NULL, vector = ? WHERE seq_id = ?",
-                (_placeholder(size) if size else None, seq),
-            )
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    return len(dead)
 
 
 _HNSW_HEADER = struct.Struct(

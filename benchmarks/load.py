@@ -12,8 +12,9 @@ or another user's), ``write`` (new facts, repeats that must merge, shared memori
 that must be quarantined), ``correct`` (supersede one of the user's memories) and ``forget`` (a
 source of the user's; writes naming it afterwards must be rejected). During the run every gate
 result is checked (nothing outside the scope, nothing held in quarantine); afterwards the store
-is checked against a model built from the decisions (order-independent): ids in Chroma == ids in
-BM25 == written ids whose source was not forgotten, no duplicates, and one audit record per
+is checked against a model built from the decisions: ids in Chroma == ids in BM25 == the ids
+alive by the lineage model (``invariants.lineage_alive``: a forget deletes what its source wrote
+or merged into), no duplicates, and one audit record per
 operation in a hash chain that verifies. The named invariants are those of ``tests/invariants.py``.
 
 Server mode (``benchmarks/load_server.py``) starts ``chroma run`` on 127.0.0.1 and runs
@@ -78,6 +79,7 @@ class Model:
 
     written: dict[str, str] = field(default_factory=dict)  # memory id -> source_record_id
     merged_into: set[str] = field(default_factory=set)
+    lineage: list[invariants.Event] = field(default_factory=list)  # writes, merges, forgets
     forgotten: set[str] = field(default_factory=set)
     held: set[str] = field(default_factory=set)
     audit: Counter[str] = field(default_factory=Counter)  # event -> expected records
@@ -89,13 +91,14 @@ class Model:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def expected_ids(self) -> set[str]:
-        """Written ids whose source was not forgotten."""
-        return {i for i, src in self.written.items() if src not in self.forgotten}
+        """Ids alive after the run's writes, merges and forgets (``invariants.lineage_alive``)."""
+        return invariants.lineage_alive(self.lineage)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "written": self.written,
             "merged_into": sorted(self.merged_into),
+            "lineage": self.lineage,
             "forgotten": sorted(self.forgotten),
             "held": sorted(self.held),
             "audit": dict(self.audit),
@@ -109,6 +112,7 @@ class Model:
     def merge(self, other: dict[str, Any]) -> None:
         self.written.update(other["written"])
         self.merged_into.update(other["merged_into"])
+        self.lineage.extend(tuple(e) for e in other["lineage"])  # type: ignore[misc]
         self.forgotten.update(other["forgotten"])
         self.held.update(other["held"])
         self.audit.update(other["audit"])
@@ -176,6 +180,7 @@ def worker(
         if kind == "correct" and not mine:
             kind = "write"  # nothing of this user's to correct yet
         t0 = time.perf_counter()
+        started = time.monotonic()
         audited = 1
         try:
             if kind == "query":
@@ -206,7 +211,7 @@ def worker(
                 item = {**scope_of(user).model_dump(), **TRUSTED, "body": body, "title": "",
                         "source_record_id": src, "visibility": visibility}  # fmt: skip
                 [d] = store.add([item])
-                record_decision(model, d, src)
+                record_decision(model, d, src, started)
                 if d.stored and d.id and visibility == "private":
                     mine.append(d.id)
                 outcome = d.action.value
@@ -222,7 +227,7 @@ def worker(
                     audited, outcome = 0, "missing"  # forgotten by the other thread meanwhile
                     mine.remove(old)
                 else:
-                    record_decision(model, d, src)
+                    record_decision(model, d, src, started)
                     if d.stored and d.id:
                         mine.append(d.id)
                     outcome = d.action.value
@@ -233,6 +238,7 @@ def worker(
                 mine[:] = [m for m in mine if m not in gone]
                 with model.lock:
                     model.forgotten.add(src)
+                    model.lineage.append((time.monotonic(), "forget", "", src))
                 sources.retire(user, src)
                 outcome = f"deleted={min(report['memories'], 3)}"
         except RecallGateError as exc:
@@ -256,14 +262,17 @@ def kind_event(kind: str) -> str:
     return {"query": "recall", "write": "write", "correct": "write", "forget": "delete"}[kind]
 
 
-def record_decision(model: Model, d: Any, src: str) -> None:
+def record_decision(model: Model, d: Any, src: str, started: float) -> None:
+    """Record a write's decision; ``started``: ``time.monotonic()`` before the call."""
     with model.lock:
         if d.action in (WriteAction.WRITE, WriteAction.UPDATE) and d.id:
             # The last write of an id names its source: the same words from a new, live source
             # after a forget are a new memory with new lineage (shared_core.write.ledger).
             model.written[d.id] = src
+            model.lineage.append((started, "write", d.id, src))
         elif d.action is WriteAction.MERGE and d.id:
             model.merged_into.add(d.id)
+            model.lineage.append((started, "merge", d.id, src))
         elif d.action is WriteAction.QUARANTINE and d.id:
             model.held.add(d.id)
 
@@ -322,8 +331,9 @@ def preload_store(store: MemoryStore, model: Model, users: list[str], n: int, se
     ]
     for start in range(0, len(items), 50):
         batch = items[start : start + 50]
+        started = time.monotonic()
         for d, item in zip(store.add(batch), batch, strict=True):
-            record_decision(model, d, item["source_record_id"])
+            record_decision(model, d, item["source_record_id"], started)
         model.audit["write"] += 1
 
 

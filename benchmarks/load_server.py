@@ -14,8 +14,8 @@ idempotent) and carry on.
 Checked during the run: every query's results are in the asking scope; nothing whose forget had
 returned (in any process: a shared log) is ever returned; no held candidate's text is returned
 unless it was approved. Checked after it, against the merged model of every client's decisions:
-the server holds exactly the written memories whose sources were not forgotten (and nothing of a
-forgotten source), every victim memory is whole or absent, every client's partitions agree with
+the server holds exactly the memories alive by the lineage model (``invariants.lineage_alive``: a
+forget deletes what its source wrote or merged into; nothing of a forgotten source remains), every victim memory is whole or absent, every client's partitions agree with
 the server (each client checks itself), a fresh client's indexes agree, and every client's audit
 chain verifies.
 """
@@ -103,8 +103,7 @@ class ClientModel:
     """What one client process committed (thread-safe), and what it saw go wrong."""
 
     def __init__(self) -> None:
-        self.written: dict[str, str] = {}  # memory id -> source of its last write
-        self.links: dict[str, set[str]] = defaultdict(set)  # source -> ids it merged into
+        self.lineage: list[invariants.Event] = []  # writes, merges, forgets (invariants.lineage_alive)
         self.forgotten: set[str] = set()
         self.held: dict[str, str] = {}  # qid -> user
         self.approved: set[str] = set()
@@ -114,18 +113,21 @@ class ClientModel:
         self.violations: list[str] = []
         self.lock = threading.Lock()
 
-    def record(self, d: Any, src: str, *, landed: bool = False) -> None:
-        """Record a decision; ``landed``: a MERGE after a retry that is the first attempt's own write."""
+    def record(self, d: Any, src: str, started: float, *, landed: bool = False) -> None:
+        """Record a decision of a call begun at ``started`` (``time.monotonic()``).
+
+        ``landed``: a MERGE after a retry that is the first attempt's own write.
+        """
         with self.lock:
             if (d.action in (WriteAction.WRITE, WriteAction.UPDATE) or landed) and d.id:
-                self.written[d.id] = src
+                self.lineage.append((started, "write", d.id, src))
             elif d.action is WriteAction.MERGE and d.id:
-                self.links[src].add(d.id)
+                self.lineage.append((started, "merge", d.id, src))
             elif d.action is WriteAction.QUARANTINE and d.id:
                 self.held[d.id] = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"written": self.written, "links": {k: sorted(v) for k, v in self.links.items()},
+        return {"lineage": self.lineage,
                 "forgotten": sorted(self.forgotten), "held": sorted(self.held), "approved": sorted(self.approved),
                 "ops": dict(self.ops), "retries": dict(self.retries), "violations": self.violations,
                 "lat": {k: sorted(v) for k, v in self.lat.items()}}  # fmt: skip
@@ -174,8 +176,9 @@ def client_thread(store: MemoryStore, model: ClientModel, *, user: str, users: l
                 item = {**scope_of(user).model_dump(), **(UNTRUSTED if held else TRUSTED), "title": "",
                         "body": body, "source_record_id": src}  # fmt: skip
                 tries: list[int] = []
+                started = time.monotonic()
                 [d] = retrying(model, kind, lambda i=item: store.add([i]), tries)
-                model.record(d, src, landed=own_write_landed(store, d, src, tries))
+                model.record(d, src, started, landed=own_write_landed(store, d, src, tries))
                 if d.action is WriteAction.QUARANTINE and d.id:
                     with model.lock:
                         model.held[d.id] = user
@@ -188,6 +191,7 @@ def client_thread(store: MemoryStore, model: ClientModel, *, user: str, users: l
                 try:
                     fixed = f"Correction {tag}-{n}: moved to {rnd.choice(DAYS)}."
                     tries = []
+                    started = time.monotonic()
                     d = retrying(
                         model,
                         kind,
@@ -199,7 +203,7 @@ def client_thread(store: MemoryStore, model: ClientModel, *, user: str, users: l
                         raise
                     mine.remove((old, src))  # forgotten meanwhile, by this process or another
                 else:
-                    model.record(d, src, landed=own_write_landed(store, d, src, tries))
+                    model.record(d, src, started, landed=own_write_landed(store, d, src, tries))
                     if d.stored and d.id:
                         mine.append((d.id, src))
             elif kind == "forget":
@@ -208,6 +212,7 @@ def client_thread(store: MemoryStore, model: ClientModel, *, user: str, users: l
                 append_line(shared / "forgets.jsonl", {"src": src, "t": time.time()})
                 with model.lock:
                     model.forgotten.add(src)
+                    model.lineage.append((time.monotonic(), "forget", "", src))
                 sources[sources.index(src)] = f"{src}+"  # later writes use a new source
                 mine[:] = [(m, s) for m, s in mine if s != src]
             elif kind == "approve":
@@ -218,6 +223,7 @@ def client_thread(store: MemoryStore, model: ClientModel, *, user: str, users: l
                 else:
                     qid = rnd.choice(candidates)
                     tries = []
+                    started = time.monotonic()
                     try:
                         d = retrying(model, kind, lambda q=qid: store.quarantine_approve(q), tries)
                     except RecallGateError as exc:
@@ -227,14 +233,15 @@ def client_thread(store: MemoryStore, model: ClientModel, *, user: str, users: l
                         landed = own_approval_landed(store, qid, tries)
                         if landed is not None:  # a retry after our own first attempt had landed
                             append_line(shared / "approved.jsonl", {"id": landed.id})
+                            landed_src = landed.source_record_id or ""
                             with model.lock:
-                                model.written[landed.id] = landed.source_record_id or ""
+                                model.lineage.append((started, "write", landed.id, landed_src))
                     with model.lock:
                         model.approved.add(qid)
                         model.ops["approved" if d is not None and d.stored else "approve_refused"] += 1
                     if d is not None and d.stored and d.id:
                         append_line(shared / "approved.jsonl", {"id": d.id})
-                        model.record(d, d.record.source_record_id or "" if d.record is not None else "")
+                        model.record(d, d.record.source_record_id or "" if d.record is not None else "", started)
         except RecallGateError as exc:
             with model.lock:
                 model.violations.append(f"{kind} raised {type(exc).__name__}: {exc}")
@@ -420,16 +427,12 @@ def run(*, procs: int, threads: int, seconds: float, seed: int, folder: Path,
 def final_checks(port: int, prefix: str, reports: list[dict[str, Any]], audits: list[Path]) -> list[str]:
     """The server against the merged model; the victim's memories; a fresh client; the audit chains."""
     out: list[str] = []
-    written: dict[str, str] = {}
-    links: dict[str, set[str]] = defaultdict(set)
+    lineage: list[invariants.Event] = []
     forgotten: set[str] = set()
     for r in reports:
-        written.update(r["written"])
+        lineage.extend((float(t), str(k), str(m), str(s)) for t, k, m, s in r["lineage"])
         forgotten.update(r["forgotten"])
-        for src, ids in r["links"].items():
-            links[src].update(ids)
-    dropped = {i for s in forgotten for i in links.get(s, ())}
-    expected = {i for i, s in written.items() if s not in forgotten and i not in dropped}
+    expected = invariants.lineage_alive(lineage)
     store = http_store(port, prefix)
     ids = store.all_ids(SPACE)
     records = {r.id: r for r in store.get(sorted(ids), memory_space_id=SPACE)}

@@ -10,6 +10,31 @@ from shared_core import GateResult, MemoryRecord, Scope
 from shared_core.audit import AuditRecord
 from shared_core.store import MemoryStore
 
+Event = tuple[float, str, str, str]
+"""``(time.monotonic(), "write" | "merge" | "forget", memory id or "", source_record_id)``."""
+
+
+def lineage_alive(events: list[Event]) -> set[str]:
+    """The memory ids alive after replaying writes, merges and forgets in time order (L2).
+
+    A write (re)starts an id's lineage with its source, a merge adds its source to it, and a
+    forget deletes every id whose lineage holds the forgotten source: the store deletes what a
+    source wrote and what it merged into, and a deleted memory's links go with it (the same words
+    written again later are a new memory of the new source alone). Writes and merges are timed at
+    their start and forgets at their end, so a write that committed before a forget sorts before
+    it; ``time.monotonic`` is one clock for every process of the machine (server mode).
+    """
+    lineage: dict[str, set[str]] = {}
+    for _t, kind, mid, src in sorted(events, key=lambda e: (e[0], e[1] == "forget")):
+        if kind == "write":
+            lineage[mid] = {src}
+        elif kind == "merge":
+            lineage.setdefault(mid, set()).add(src)
+        else:
+            for gone in [m for m, sources in lineage.items() if src in sources]:
+                del lineage[gone]
+    return set(lineage)
+
 
 def assert_partition(result: GateResult, input_count: int) -> None:
     """Accepted + rejected = the input, and no hit is both (R8)."""

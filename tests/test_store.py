@@ -286,3 +286,32 @@ def test_an_id_merged_as_a_duplicate_still_gets_and_deletes_its_memory(tmp_path:
         assert not store.query("where is the staging database", scope=SCOPE).accepted
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["in_memory", "persistent"])
+def test_a_deleted_memorys_links_go_with_it_so_the_same_words_written_again_start_a_new_lineage(
+    tmp_path: Path, persistent: bool
+) -> None:
+    """L2: forget(A) deletes the memory A wrote and X merged into; C writes the same words again.
+
+    Forgetting X (or deleting X's merged id) then deletes nothing: the new memory is C's alone.
+    Before, the merge link of X outlived the memory and deleted C's memory with it; a forget of a
+    source still deletes what is merged into a live memory (the second half).
+    """
+    body = "The kite shed key hangs behind the boathouse door."
+    store = make_store(tmp_path / "m" if persistent else None)
+    try:
+        [a] = store.add([mem(body, source_record_id="src-A")])
+        [x] = store.add([mem(body, source_record_id="src-X", id="x-copy")])
+        assert x.action.value == "merge" and x.id == a.id
+        assert store.forget("src-A")["ids"] == [a.id]
+        [c] = store.add([mem(body, source_record_id="src-C")])
+        assert c.action.value == "write" and c.id == a.id
+        assert store.forget("src-X")["ids"] == []
+        assert store.delete(["x-copy"], memory_space_id="s1") == 0
+        assert [r.source_record_id for r in store.get([c.id], memory_space_id="s1")] == ["src-C"]
+        [y] = store.add([mem(body, source_record_id="src-Y")])
+        assert y.action.value == "merge"
+        assert store.forget("src-Y")["ids"] == [c.id]
+    finally:
+        store.close()

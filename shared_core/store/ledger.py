@@ -16,6 +16,7 @@ the data folder) before they are written to Chroma, so a restore of the data can
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -309,6 +310,19 @@ class ChromaLedger:
             lambda: col.get(where={"source_record_id": source_record_id}, include=["metadatas"]),
         )
         return sorted((str(m["memory_space_id"]), str(m["memory_id"])) for m in got["metadatas"])
+
+    def unlink_memories(self, memories: Sequence[tuple[str, str]]) -> None:
+        """Drop every link to these ``(memory_space_id, id)`` memories (they were deleted)."""
+        self._writable()
+        col = self._col("lineage")
+        if col is None:
+            return
+        by_space: dict[str, list[str]] = {}
+        for space, mid in memories:
+            by_space.setdefault(space, []).append(mid)
+        for space, mids in sorted(by_space.items()):
+            where = {"$and": [{"memory_space_id": space}, {"memory_id": {"$in": sorted(set(mids))}}]}
+            chroma_call("lineage unlink", functools.partial(col.delete, where=where))
 
     # -- journal --------------------------------------------------------------------------------
 

@@ -151,6 +151,14 @@ class Ledger(Protocol):
         """``(memory_space_id, id)`` of memories linked to a source record by :meth:`link`."""
         ...
 
+    def unlink_memories(self, memories: Sequence[tuple[str, str]]) -> None:
+        """Drop every link to these ``(memory_space_id, id)`` memories: they were deleted.
+
+        The same words written again later are a new memory with a new lineage: a source merged
+        into the deleted memory must not delete the new one when it is forgotten.
+        """
+        ...
+
     def journal_begin(self, key: str, payload: Mapping[str, Any]) -> None:
         """Record that a multi-step operation started (ids and counts only, no text)."""
         ...
@@ -241,6 +249,15 @@ class InMemoryLedger:
         """Memories linked to a source record by :meth:`link`."""
         with self._lock:
             return sorted(self._links.get(source_record_id, ()))
+
+    def unlink_memories(self, memories: Sequence[tuple[str, str]]) -> None:
+        """Drop every link to these memories (they were deleted)."""
+        gone = set(memories)
+        with self._lock:
+            for source in list(self._links):
+                self._links[source] -= gone
+                if not self._links[source]:
+                    del self._links[source]
 
     def journal_begin(self, key: str, payload: Mapping[str, Any]) -> None:
         """Record that a multi-step operation started."""

@@ -91,6 +91,7 @@ def _forget(
     )
     if deletes:
         gate.target.commit([], None, deletes)
+        gate.ledger.unlink_memories(deletes)  # after the commit: a crash here leaves links, not memories
     held = gate.ledger.held_of_source(source_record_id)
     if held:
         gate.ledger.release(held)
@@ -170,6 +171,7 @@ def delete(
         if mine:
             gate.ledger.tombstone(memories=mine, at=now, counts=len(mine))
             gate.target.commit([], None, [(memory_space_id, m) for m in mine])
+            gate.ledger.unlink_memories([(memory_space_id, m) for m in mine])
         emit(
             deletion_record(
                 at=now.isoformat(), source_record_id=None, ids=mine, counts={"memories": len(mine)}
@@ -273,6 +275,7 @@ def purge_expired(gate: WriteGate) -> int:
         deletes = gate.target.expired(gate.now())
         if deletes:
             gate.target.commit([], None, deletes)
+            gate.ledger.unlink_memories(deletes)
         return len(deletes) + purge_quarantine(gate)
 
 

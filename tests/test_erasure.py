@@ -195,7 +195,8 @@ def test_compaction_beside_concurrent_reads_leaves_chroma_intact(tmp_path: Path)
     could end "malformed" (seen in 9 of 30 runs of the load benchmark). It now runs in a child
     process, while no Chroma call of this process is running.
     """
-    import sqlite3
+    import subprocess
+    import sys
     import threading
 
     errors: list[str] = []
@@ -225,9 +226,9 @@ def test_compaction_beside_concurrent_reads_leaves_chroma_intact(tmp_path: Path)
                 t.join()
         assert errors == []
         assert len(store.all_ids(SCOPE["memory_space_id"])) == 20
-    con = sqlite3.connect(str(tmp_path / "store" / "chroma" / "chroma.sqlite3"))
-    try:
-        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    finally:
-        con.close()
+    db = tmp_path / "store" / "chroma" / "chroma.sqlite3"
+    check = "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA integrity_check').fetchone()[0])"
+    # in a child process, for the reason above (Chroma's SQLite is still loaded in this one)
+    out = subprocess.run([sys.executable, "-I", "-c", check, str(db)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ok"
     assert files_with_canary(tmp_path / "store") == []

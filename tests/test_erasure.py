@@ -232,3 +232,14 @@ def test_compaction_beside_concurrent_reads_leaves_chroma_intact(tmp_path: Path)
     out = subprocess.run([sys.executable, "-I", "-c", check, str(db)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ok"
     assert files_with_canary(tmp_path / "store") == []
+
+
+def test_a_compaction_that_fails_in_its_child_process_is_a_typed_error(tmp_path: Path) -> None:
+    """A file that is not an SQLite database: the child's error reaches the caller as StoreError."""
+    from shared_core.errors import StoreError
+
+    folder = tmp_path / "chroma"
+    folder.mkdir()
+    (folder / "chroma.sqlite3").write_bytes(b"not a database, just bytes " * 64)
+    with pytest.raises(StoreError, match=r"compaction of .* failed \(DatabaseError"):
+        compact_chroma(folder)

@@ -41,7 +41,6 @@ the SQLite file open and rewrites HNSW files while it runs).
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 import subprocess
@@ -94,7 +93,7 @@ def compact_chroma(folder: str | Path, *, busy_timeout: float = 10.0) -> dict[st
         raise StoreError(
             f"not enough free disk space to compact {db} (needs about {before >> 20} MiB + 4 MiB free)"
         )
-    command = [sys.executable, "-I", sqlite_compact.__file__, str(db), str(busy_timeout)]
+    command = [sys.executable, "-I", "-S", sqlite_compact.__file__, str(db), str(busy_timeout)]
     with exclusive_chroma():
         try:
             run = subprocess.run(
@@ -102,15 +101,13 @@ def compact_chroma(folder: str | Path, *, busy_timeout: float = 10.0) -> dict[st
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise StoreError(f"compaction of {db} could not run ({type(exc).__name__})") from None
-    try:
-        report = json.loads(run.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        report = {"error": f"exit status {run.returncode}"}
-    if run.returncode != 0 or "error" in report:
-        raise StoreError(f"compaction of {db} failed ({report.get('error', run.returncode)})")
+    lines = run.stdout.strip().splitlines()
+    last = lines[-1] if lines else f"error exit status {run.returncode}"
+    if run.returncode != 0 or not last.startswith("scrubbed "):
+        raise StoreError(f"compaction of {db} failed ({last.removeprefix('error ')})")
     hnsw = scrub_hnsw(db.parent)
     return {
-        "scrubbed": int(report["scrubbed"]),
+        "scrubbed": int(last.split()[1]),
         "hnsw_bytes_zeroed": hnsw,
         "bytes_before": before,
         "bytes_after": db.stat().st_size,

@@ -54,6 +54,10 @@ def _owns(scope: Scope, record: MemoryRecord) -> bool:
 def forget(gate: WriteGate, source_record_id: str) -> dict[str, Any]:
     """Delete everything derived from a source record, tombstone it, audit the counts (L2).
 
+    Derived: the memories the source wrote and those its duplicates were merged into. The lineage
+    links to what is deleted go with it, so the same words written again later by a live source
+    are a new memory of that source alone.
+
     Returns:
         ``{"source_record_id", "memories", "quarantined", "ids"}`` (counts and ids, no text).
 

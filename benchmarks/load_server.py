@@ -15,9 +15,9 @@ Checked during the run: every query's results are in the asking scope; nothing w
 returned (in any process: a shared log) is ever returned; no held candidate's text is returned
 unless it was approved. Checked after it, against the merged model of every client's decisions:
 the server holds exactly the memories alive by the lineage model (``invariants.lineage_alive``: a
-forget deletes what its source wrote or merged into; nothing of a forgotten source remains), every victim memory is whole or absent, every client's partitions agree with
-the server (each client checks itself), a fresh client's indexes agree, and every client's audit
-chain verifies.
+forget deletes what its source wrote or merged into; nothing of a forgotten source remains),
+every victim memory is whole or absent, every client's partitions agree with the server (each
+client checks itself), a fresh client's indexes agree, and every client's audit chain verifies.
 """
 
 from __future__ import annotations

@@ -383,3 +383,27 @@ def test_loopback_detection_and_host_allow_list() -> None:
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("example.org")
     assert _allowed_hosts("0.0.0.0") == ["*"] and _allowed_hosts("::") == ["*"]
     assert "192.168.1.5" in _allowed_hosts("192.168.1.5") and "localhost" in _allowed_hosts("127.0.0.1")
+
+
+def test_a_request_sent_as_soon_as_the_link_is_known_waits_for_the_server(tmp_path: Path) -> None:
+    """The socket listens before the link is printed: a request made before uvicorn runs is answered.
+
+    The command prints the link and then starts uvicorn; a browser or script that connected in
+    between was refused (seen once in CI: ``Connection refused`` in the test above).
+    """
+    import socket
+    import threading
+
+    with MemoryStore(tmp_path, embedding=HashEmbedding()) as store:
+        server = ReviewServer(store, port=0)
+        early = socket.create_connection(("127.0.0.1", server.port), timeout=5)  # before the server runs
+        try:
+            early.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nConnection: close\r\n\r\n".encode())
+            later = threading.Timer(0.3, server.start)
+            later.start()
+            early.settimeout(10)
+            assert early.recv(64).startswith(b"HTTP/1.1 403")
+            later.join()
+        finally:
+            early.close()
+            server.stop()

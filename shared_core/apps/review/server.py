@@ -90,6 +90,9 @@ class ReviewServer:
             raise InputError(
                 f"cannot listen on {host}:{port} ({exc.strerror or type(exc).__name__})"
             ) from None
+        # listen now: the command prints the link before uvicorn starts, and a browser (or a test)
+        # that connects in between waits in the backlog instead of being refused
+        self.socket.listen(128)
         self.host = host
         self.port = int(self.socket.getsockname()[1])
         self.cookie_name = f"rg_review_{self.port}"

@@ -94,35 +94,6 @@ class Model:
         """Ids alive after the run's writes, merges and forgets (``invariants.lineage_alive``)."""
         return invariants.lineage_alive(self.lineage)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "written": self.written,
-            "merged_into": sorted(self.merged_into),
-            "lineage": self.lineage,
-            "forgotten": sorted(self.forgotten),
-            "held": sorted(self.held),
-            "audit": dict(self.audit),
-            "audit_optional": dict(self.audit_optional),
-            "ops": dict(self.ops),
-            "outcomes": dict(self.outcomes),
-            "latencies": dict(self.latencies),
-            "violations": self.violations,
-        }
-
-    def merge(self, other: dict[str, Any]) -> None:
-        self.written.update(other["written"])
-        self.merged_into.update(other["merged_into"])
-        self.lineage.extend(tuple(e) for e in other["lineage"])  # type: ignore[misc]
-        self.forgotten.update(other["forgotten"])
-        self.held.update(other["held"])
-        self.audit.update(other["audit"])
-        self.audit_optional.update(other["audit_optional"])
-        self.ops.update(other["ops"])
-        self.outcomes.update(other["outcomes"])
-        for kind, values in other["latencies"].items():
-            self.latencies[kind].extend(values)
-        self.violations.extend(other["violations"])
-
 
 class Sources:
     """Each user's source record ids; a forgotten one is replaced by a new generation."""

@@ -430,7 +430,7 @@ def final_checks(port: int, prefix: str, reports: list[dict[str, Any]], audits: 
     lineage: list[invariants.Event] = []
     forgotten: set[str] = set()
     for r in reports:
-        lineage.extend((float(t), str(k), str(m), str(s)) for t, k, m, s in r["lineage"])
+        lineage.extend(invariants.events_from_json(r["lineage"]))
         forgotten.update(r["forgotten"])
     expected = invariants.lineage_alive(lineage)
     store = http_store(port, prefix)

@@ -14,6 +14,14 @@ Event = tuple[float, str, str, str]
 """``(time.monotonic(), "write" | "merge" | "forget", memory id or "", source_record_id)``."""
 
 
+def events_from_json(rows: Iterable[Iterable[object]]) -> list[Event]:
+    """Events as a client process reported them in JSON (lists), typed again."""
+    out: list[Event] = []
+    for t, kind, mid, src in rows:
+        out.append((float(str(t)), str(kind), str(mid), str(src)))
+    return out
+
+
 def lineage_alive(events: list[Event]) -> set[str]:
     """The memory ids alive after replaying writes, merges and forgets in time order (L2).
 

@@ -447,3 +447,26 @@ def test_dedup_does_not_depend_on_batch_boundaries() -> None:
         assert ds[1].action is WriteAction.MERGE and ds[1].existing_id == "sqa-1"
         assert ds[3].action is not WriteAction.MERGE  # a changed answer is never merged
     assert outcomes[0] == outcomes[1]
+
+
+def test_a_memory_rewritten_in_its_batch_is_compared_by_its_new_words() -> None:
+    """Dedup inside one batch sees a memory's latest words: a rewrite under the same id moves its vector.
+
+    The batch keeps its new memories' vectors in one growing matrix (issue 15 item 5: stacking
+    them again for every record was quadratic); a rewrite under the same id must update its row,
+    or a near-duplicate of the new words is written beside it and one of the old words merges.
+    """
+    items = [
+        mem("The kite shed is behind the boathouse.", id="k-1", source_record_id="s/1"),
+        mem("Herons nest in the tall reeds by the north pond every spring.", id="k-1", source_record_id="s/1"),
+        mem("Herons nest in the tall reeds by the north pond each spring.", id="k-2", source_record_id="s/2"),
+        mem("The kite shed is behind the old boathouse.", id="k-3", source_record_id="s/3"),
+    ]
+    outcomes = []
+    for batched in (True, False):
+        store = MemoryStore.in_memory(clock=FrozenClock(NOW))  # the shipped embedding: real similarities
+        ds = store.add(items) if batched else [store.add([i])[0] for i in items]
+        outcomes.append([(d.action.value, d.id, tuple(r.value for r in d.reasons)) for d in ds])
+        assert ds[2].action is WriteAction.MERGE and ds[2].existing_id == "k-1", batched
+        assert ds[3].action is WriteAction.WRITE, batched  # near the old words only: a new memory
+    assert outcomes[0] == outcomes[1]

@@ -75,6 +75,30 @@ class _Batch:
     repeats_are_evidence: bool = True  # a repeat without a new source counts (operator paths)
 
     fresh: dict[PartitionKey, list[str]] = field(default_factory=dict)  # new memories per partition
+    # the vectors of ``fresh``, one row per entry, in a buffer that doubles (appending is O(1), so
+    # a batch of n costs O(n) copies, not the O(n^2) of stacking the rows again for every record)
+    _rows: dict[PartitionKey, NDArray[np.float32]] = field(default_factory=dict)
+
+    def set_vector(self, mid: str, vector: NDArray[np.float32]) -> None:
+        """The vector a memory of this batch is written with (its rows in :attr:`fresh` follow)."""
+        self.vectors[mid] = vector
+        for key, ids in self.fresh.items():
+            for i, other in enumerate(ids):
+                if other == mid:
+                    self._rows[key][i] = vector
+
+    def add_fresh(self, key: PartitionKey, mid: str, vector: NDArray[np.float32]) -> None:
+        """A new memory of this batch, in partition ``key``, written with ``vector``."""
+        self.vectors[mid] = vector
+        ids = self.fresh.setdefault(key, [])
+        rows = self._rows.get(key)
+        if rows is None or len(ids) == len(rows):
+            grown = np.empty((max(8, 2 * len(ids)), len(vector)), dtype=np.float32)
+            if rows is not None:
+                grown[: len(ids)] = rows
+            rows = self._rows[key] = grown
+        rows[len(ids)] = vector
+        ids.append(mid)
 
     def near(
         self, record: MemoryRecord, vector: NDArray[np.float32], *, threshold: float, limit: int
@@ -85,10 +109,11 @@ class _Batch:
         batch would both be written while the same two in two batches merge (dedup would depend
         on batch boundaries).
         """
-        ids = self.fresh.get(partition_key(record), [])
+        key = partition_key(record)
+        ids = self.fresh.get(key, [])
         if not ids:
             return []
-        sims = np.stack([self.vectors[i] for i in ids]) @ vector
+        sims = self._rows[key][: len(ids)] @ vector
         order = np.argsort(-sims)[:limit]
         return [(self.upserts[ids[i]], float(sims[i])) for i in order if sims[i] >= threshold]
 
@@ -339,8 +364,11 @@ class WriteGate:
         ]
         if not dry_run and batch.upserts:
             ids = list(batch.upserts)
+            looked_up = {(rec.memory_space_id, rec.id) for rec in records}
             self.target.commit(
-                [batch.upserts[i] for i in ids], np.stack([batch.vectors[i] for i in ids]).astype(np.float32)
+                [batch.upserts[i] for i in ids],
+                np.stack([batch.vectors[i] for i in ids]).astype(np.float32),
+                absent=looked_up - set(stored),
             )
         if not dry_run:
             for source, space, mid in batch.links:
@@ -431,7 +459,7 @@ class WriteGate:
             # The owner re-writes its memory under the same id with new words: an update in place.
             rec = rec.model_copy(update={"created_at": same_id.created_at or rec.created_at})
             batch.upserts[rec.id] = rec
-            batch.vectors[rec.id] = vec
+            batch.set_vector(rec.id, vec)
             return decided(WriteAction.UPDATE, rec.id, WriteReason.CHANGED_FACT, existing=same_id.id)
 
         # What this memory replaces: explicit links and the same entity + attribute (L1).
@@ -532,8 +560,7 @@ class WriteGate:
             if rebased:
                 reasons.append(WriteReason.REBASED)
         batch.upserts[rec.id] = rec
-        batch.vectors[rec.id] = vec
-        batch.fresh.setdefault(partition_key(rec), []).append(rec.id)
+        batch.add_fresh(partition_key(rec), rec.id, vec)
         batch.by_text[memory_id(rec.scope, rec.title, rec.body)] = rec.id
         if attr_key:
             batch.by_attr[attr_key] = rec

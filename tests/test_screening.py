@@ -703,3 +703,23 @@ def test_digit_entities_are_found_in_every_field_whichever_holds_the_long_number
     assert [f.rule for f in in_id["source_record_id"].findings if f.kind == "pii"] == ["CREDIT_CARD"]
     two = PiiScreen().scan(f"first block\n\nsecond {card}\n\nthird 5555555555554444")
     assert sorted(f.rule for f in two) == ["CREDIT_CARD", "CREDIT_CARD"]
+
+
+def test_a_screen_is_anything_with_a_callable_scan() -> None:
+    """``screen(screens=...)`` takes any object with a ``scan(text)`` method; anything else is a typed error.
+
+    A ``scan`` that is not callable used to pass the protocol check and then fail inside the call
+    with a bare ``TypeError``.
+    """
+
+    class Upper:
+        def scan(self, text: str) -> list[Finding]:
+            return [Finding(kind="pii", rule="upper", start=0, end=1, severity=Severity.LOW, score=0.5)]
+
+    class NotCallable:
+        scan = "not a method"
+
+    assert [f.rule for f in screening.screen("Abc", screens=[Upper()]).findings] == ["upper"]
+    for bad in (NotCallable(), object(), "scan"):
+        with pytest.raises(InputError, match="is not a screen"):
+            screening.screen("Abc", screens=[bad])  # type: ignore[list-item]

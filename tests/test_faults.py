@@ -197,7 +197,9 @@ EROFS = OSError(errno.EROFS, "Read-only file system")
 # (Chroma call that fails, error, applied before failing, the write that runs into it)
 STEPS: dict[str, tuple[str, OSError, bool, str]] = {
     "tombstone_check_disk_full": ("tombstones", ENOSPC, False, "add"),
-    "locate_disk_full": ("locate", ENOSPC, False, "add"),
+    # a write of new memories no longer locates them (the gate has just read that they are not
+    # stored); a forget still locates what it deletes
+    "locate_disk_full": ("locate", ENOSPC, False, "forget"),
     "upsert_disk_full": ("upsert", ENOSPC, False, "add"),
     "upsert_applied_then_disk_full": ("upsert", ENOSPC, True, "add"),
     "upsert_read_only": ("upsert", EROFS, False, "add"),

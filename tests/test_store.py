@@ -315,3 +315,40 @@ def test_a_deleted_memorys_links_go_with_it_so_the_same_words_written_again_star
         assert store.forget("src-Y")["ids"] == [c.id]
     finally:
         store.close()
+
+
+def test_new_memories_are_not_located_again_before_their_upsert(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write of new memories reads Chroma for them once (issue 15 item 5); a rewrite still finds its old partition.
+
+    The write gate reads the ids it is about to write (is one stored already?); the backend used
+    to read the same ids again to learn their partitions. Ids the gate found absent are no longer
+    located; an id that is stored is, so a memory rewritten into another partition leaves the old
+    one (private -> shared below) and Chroma and BM25 keep the same ids.
+    """
+    from invariants import assert_indexes_agree
+
+    from shared_core.store import backend as backend_module
+
+    calls: list[str] = []
+    real = backend_module.chroma_call
+
+    def counted(what: str, fn, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(what)
+        return real(what, fn, **kwargs)
+
+    monkeypatch.setattr(backend_module, "chroma_call", counted)
+    store = make_store(tmp_path / "s")
+    store.add([mem("The kite shed is behind the boathouse.", id="k-1")])
+    assert "locate" not in calls and "upsert" in calls
+    calls.clear()
+    [d] = store.add([mem("Herons nest in the reeds by the north pond.", id="k-1", visibility="shared")])
+    assert d.action.value == "update" and calls.count("locate") == 1
+    assert_indexes_agree(store, SCOPE["memory_space_id"])
+    private = Scope(**SCOPE)
+    hits, _ = store.search("herons north pond", scope=private)
+    assert [h.record.id for h in hits] == ["k-1"] and hits[0].record.visibility.value == "shared"
+    assert all("kite" not in h.record.body for h in store.search("kite shed boathouse", scope=private)[0])
+    store.close()
+

@@ -352,3 +352,24 @@ def test_new_memories_are_not_located_again_before_their_upsert(
     assert all("kite" not in h.record.body for h in store.search("kite shed boathouse", scope=private)[0])
     store.close()
 
+
+def test_the_change_feed_keeps_a_zeroed_journal_that_readers_ignore(tmp_path: Path) -> None:
+    """The embedded change feed commits with a persistent journal (issue 15 item 5; H2).
+
+    ``journal_mode=PERSIST`` zeroes the journal's header instead of deleting the file after each
+    commit (two commits per write). A zeroed header is no hot journal: a ``mode=ro`` reader opens
+    the feed and sees finished heads.
+    """
+    import sqlite3
+
+    folder = tmp_path / "s"
+    with make_store(folder) as store:
+        store.add([mem("The kite shed is behind the boathouse.")])
+        journal = folder / "feed.sqlite3-journal"
+        assert journal.exists() and journal.read_bytes()[:8] == bytes(8)
+        con = sqlite3.connect(f"file:{folder / 'feed.sqlite3'}?mode=ro", uri=True)
+        try:
+            heads = con.execute("SELECT pending, done FROM heads").fetchall()
+        finally:
+            con.close()
+        assert heads and all(pending == done for pending, done in heads)

@@ -151,9 +151,13 @@ class SqliteFeedStorage:
 
     A persistent Chroma upsert costs ~40 ms on this machine (against 0.5 ms for a read), and the
     feed adds two or three writes to every commit, so an embedded store keeps it in a small SQLite
-    file of its own instead: ~0.4 ms per durable write (rollback journal, ``synchronous=FULL``;
-    no WAL, so a reader creates no ``-wal``/``-shm`` file). It holds ids, sequence numbers and
-    times only.
+    file of its own instead: one durable write per step (rollback journal, ``synchronous=FULL``;
+    no WAL, so a reader creates no ``-wal``/``-shm`` file, and a reader of a read-only folder can
+    open it). The journal is kept between transactions (``journal_mode=PERSIST``: its header is
+    zeroed instead of the file being deleted), which spares every commit a file creation and a
+    deletion: 0.86 against 1.33 ms per commit here, and a write commits twice (begin, end).
+    A reader treats a zeroed journal as no journal. It holds ids, sequence numbers and times
+    only.
     """
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
@@ -177,7 +181,7 @@ class SqliteFeedStorage:
                 )
             else:
                 con = sqlite3.connect(str(self.path), timeout=10, check_same_thread=False)
-                con.execute("PRAGMA journal_mode=DELETE")  # readers open it mode=ro and create no file
+                con.execute("PRAGMA journal_mode=PERSIST")  # readers open it mode=ro and create no file
                 con.execute("PRAGMA synchronous=FULL")
                 con.execute(
                     "CREATE TABLE IF NOT EXISTS heads (space TEXT, w TEXT, pending INTEGER, done INTEGER, "

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -46,6 +45,7 @@ from ..text import normalize
 from ..timeutil import Clock, system_clock, to_utc
 from .audit import write_audit_record, write_failure_record
 from .authority import WritePath
+from .batch import Batch
 from .candidate import MemoryCandidate, WriteAction, WriteDecision, WriteReason, memory_id
 from .checks import check_ownership, check_tombstones
 from .decide import SPLIT_WINDOW, build_record, decide_writes
@@ -61,67 +61,6 @@ SKIPPABLE = frozenset({"screens", "dedup", "supersede"})
 supersede by ``entity`` + ``attribute``; explicit ``supersedes`` links always apply)."""
 
 _MAX_CHAIN = 1000
-
-
-@dataclass
-class _Batch:
-    """What one commit writes: records and vectors by id, plus what was seen earlier in the batch."""
-
-    upserts: dict[str, MemoryRecord] = field(default_factory=dict)
-    vectors: dict[str, NDArray[np.float32]] = field(default_factory=dict)
-    by_text: dict[str, str] = field(default_factory=dict)  # normalised-text id -> id written
-    by_attr: dict[tuple[str, ...], MemoryRecord] = field(default_factory=dict)
-    links: list[tuple[str, str, str]] = field(default_factory=list)  # (source, space, id)
-    repeats_are_evidence: bool = True  # a repeat without a new source counts (operator paths)
-
-    fresh: dict[PartitionKey, list[str]] = field(default_factory=dict)  # new memories per partition
-    # the vectors of ``fresh``, one row per entry, in a buffer that doubles (appending is O(1), so
-    # a batch of n costs O(n) copies, not the O(n^2) of stacking the rows again for every record)
-    _rows: dict[PartitionKey, NDArray[np.float32]] = field(default_factory=dict)
-
-    def set_vector(self, mid: str, vector: NDArray[np.float32]) -> None:
-        """The vector a memory of this batch is written with (its rows in :attr:`fresh` follow)."""
-        self.vectors[mid] = vector
-        for key, ids in self.fresh.items():
-            for i, other in enumerate(ids):
-                if other == mid:
-                    self._rows[key][i] = vector
-
-    def add_fresh(self, key: PartitionKey, mid: str, vector: NDArray[np.float32]) -> None:
-        """A new memory of this batch, in partition ``key``, written with ``vector``."""
-        self.vectors[mid] = vector
-        ids = self.fresh.setdefault(key, [])
-        rows = self._rows.get(key)
-        if rows is None or len(ids) == len(rows):
-            grown = np.empty((max(8, 2 * len(ids)), len(vector)), dtype=np.float32)
-            if rows is not None:
-                grown[: len(ids)] = rows
-            rows = self._rows[key] = grown
-        rows[len(ids)] = vector
-        ids.append(mid)
-
-    def near(
-        self, record: MemoryRecord, vector: NDArray[np.float32], *, threshold: float, limit: int
-    ) -> list[tuple[MemoryRecord, float]]:
-        """Memories written earlier in this batch, in the record's partition, with cosine >= ``threshold``.
-
-        The store's neighbours are the committed ones; without these, two near-duplicates in one
-        batch would both be written while the same two in two batches merge (dedup would depend
-        on batch boundaries).
-        """
-        key = partition_key(record)
-        ids = self.fresh.get(key, [])
-        if not ids:
-            return []
-        sims = self._rows[key][: len(ids)] @ vector
-        order = np.argsort(-sims)[:limit]
-        return [(self.upserts[ids[i]], float(sims[i])) for i in order if sims[i] >= threshold]
-
-    def counts_as_evidence(self, new: MemoryRecord, old: MemoryRecord) -> bool:
-        """Whether ``new`` repeating ``old`` is more evidence: another source, or a trusted path's repeat."""
-        if new.source_record_id and new.source_record_id != old.source_record_id:
-            return True
-        return self.repeats_are_evidence and new.source_record_id is None
 
 
 class WriteGate:
@@ -346,7 +285,7 @@ class WriteGate:
         records = [rec for _, rec in items]
         if vectors is None:
             vectors = self.target.embed_records(records)
-        batch = _Batch(repeats_are_evidence=repeats_are_evidence)
+        batch = Batch(repeats_are_evidence=repeats_are_evidence)
         stored = self._stored(records)
         decisions = [
             self._place(
@@ -389,11 +328,11 @@ class WriteGate:
                 out[(space, found.id)] = found
         return out
 
-    def _vector(self, batch: _Batch, record: MemoryRecord) -> None:
+    def _vector(self, batch: Batch, record: MemoryRecord) -> None:
         if record.id not in batch.vectors:
             batch.vectors[record.id] = self.target.vector_of(record)
 
-    def _current(self, batch: _Batch, record: MemoryRecord) -> MemoryRecord:
+    def _current(self, batch: Batch, record: MemoryRecord) -> MemoryRecord:
         """The version of a memory this batch sees (its own pending update, else the stored one)."""
         return batch.upserts.get(record.id, record)
 
@@ -403,7 +342,7 @@ class WriteGate:
         rec: MemoryRecord,
         vec: NDArray[np.float32],
         same_id: MemoryRecord | None,
-        batch: _Batch,
+        batch: Batch,
         now: datetime,
         *,
         dry_run: bool,
@@ -566,7 +505,7 @@ class WriteGate:
             batch.by_attr[attr_key] = rec
         return decided(action, rec.id, existing=replaced[0].id if replaced else None)
 
-    def _head(self, batch: _Batch, record: MemoryRecord) -> MemoryRecord | None:
+    def _head(self, batch: Batch, record: MemoryRecord) -> MemoryRecord | None:
         """The current version at the end of a memory's correction chain (``None``: a cycle)."""
         current = self._current(batch, record)
         seen = {current.id}
@@ -617,7 +556,7 @@ def _changed(old: MemoryRecord, new: MemoryRecord) -> bool:
     return bool(old.title and new.title) and changed_fact(old.title, new.title)
 
 
-def _alias(batch: _Batch, rec: MemoryRecord, into: MemoryRecord, derived_id: str) -> None:
+def _alias(batch: Batch, rec: MemoryRecord, into: MemoryRecord, derived_id: str) -> None:
     """Link a write's explicit id to the memory it was merged into (see :func:`.ledger.id_alias`)."""
     if rec.id != derived_id and rec.id != into.id:
         batch.links.append((id_alias(rec.id), into.memory_space_id, into.id))

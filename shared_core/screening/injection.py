@@ -90,6 +90,7 @@ _NEVER_A_MENTION = (
     "exfiltration",
     "markdown_image_beacon",
     "net",
+    "payment_fraud",  # a payment order past approval with confirming forbidden, whoever is quoted giving it
     "prompt_leak",
     "role_marker",
     "shell_download",

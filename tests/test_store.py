@@ -317,15 +317,15 @@ def test_a_deleted_memorys_links_go_with_it_so_the_same_words_written_again_star
         store.close()
 
 
-def test_new_memories_are_not_located_again_before_their_upsert(
+def test_a_write_does_not_locate_its_memories_in_chroma_and_a_rewrite_leaves_its_old_partition(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A write of new memories reads Chroma for them once (issue 15 item 5); a rewrite still finds its old partition.
+    """An upsert finds earlier versions in the partitions held in memory, not by a Chroma read (issue 15 item 5).
 
-    The write gate reads the ids it is about to write (is one stored already?); the backend used
-    to read the same ids again to learn their partitions. Ids the gate found absent are no longer
-    located; an id that is stored is, so a memory rewritten into another partition leaves the old
-    one (private -> shared below) and Chroma and BM25 keep the same ids.
+    Where a memory was before matters only to the partitions this process holds; the commit used
+    to read every upserted id's metadata from Chroma first (one read per write). A memory
+    rewritten into another partition (private -> shared) still leaves the held old one, and
+    Chroma and BM25 keep the same ids. Deletes are still located (their snapshots go).
     """
     from invariants import assert_indexes_agree
 
@@ -340,18 +340,64 @@ def test_new_memories_are_not_located_again_before_their_upsert(
 
     monkeypatch.setattr(backend_module, "chroma_call", counted)
     store = make_store(tmp_path / "s")
-    store.add([mem("The kite shed is behind the boathouse.", id="k-1")])
+    private = Scope(**SCOPE)
+    store.add([mem("The kite shed is behind the boathouse.", id="k-1", source_record_id="src-1")])
     assert "locate" not in calls and "upsert" in calls
+    assert [h.record.id for h in store.search("kite shed", scope=private)[0]] == ["k-1"]  # held now
     calls.clear()
     [d] = store.add([mem("Herons nest in the reeds by the north pond.", id="k-1", visibility="shared")])
-    assert d.action.value == "update" and calls.count("locate") == 1
+    assert d.action.value == "update" and "locate" not in calls
     assert_indexes_agree(store, SCOPE["memory_space_id"])
-    private = Scope(**SCOPE)
     hits, _ = store.search("herons north pond", scope=private)
     assert [h.record.id for h in hits] == ["k-1"] and hits[0].record.visibility.value == "shared"
     assert all("kite" not in h.record.body for h in store.search("kite shed boathouse", scope=private)[0])
+    calls.clear()
+    store.forget("src-1")
+    assert "locate" in calls and store.all_ids(SCOPE["memory_space_id"]) == set()
     store.close()
 
+
+def test_another_clients_version_synced_in_between_leaves_no_stale_copy() -> None:
+    """Two writers on one Chroma: a version of the same id another client wrote, synced here between the
+    gate's read and its commit, does not stay in another partition (R1; found by a review).
+
+    The id of a memory does not depend on its visibility: client B writes the words shared while
+    client A writes them private. If A's partitions keep B's shared copy after A's upsert made
+    the memory private in Chroma, A serves another user a memory that is now private.
+    """
+    import chromadb
+
+    client = chromadb.EphemeralClient()
+    a = make_store(client=client, collection_prefix="race")
+    b = make_store(client=client, collection_prefix="race")
+    a.add([mem("The lab door code changes every Monday.")])
+    a.search("door", scope=Scope(**SCOPE))  # A holds the private and shared partitions
+    text = "The kiln in room 4 must be unloaded before noon."
+    real = a.writer._stored
+
+    def racing(records):  # type: ignore[no-untyped-def]
+        out = real(records)  # A's gate has read the id: absent
+        if not getattr(racing, "done", False):
+            racing.done = True  # type: ignore[attr-defined]
+            b.add([mem(text, visibility="shared")])  # B writes it shared; A's dedup search syncs it
+        return out
+
+    a.writer._stored = racing  # type: ignore[method-assign]
+    [d] = a.add([mem(text)])
+    assert d.stored
+    other_user = Scope(**{**SCOPE, "user_id": "u2"})
+    for store in (a, b):
+        assert text not in {h.record.body for h in store.search("kiln unloaded noon", scope=other_user)[0]}
+        assert_partition_ids_match_chroma(store)
+    a.close()
+    b.close()
+
+
+def assert_partition_ids_match_chroma(store) -> None:  # type: ignore[no-untyped-def]
+    """Every loaded partition holds exactly the ids Chroma holds for it."""
+    state = store.index_state(SCOPE["memory_space_id"])
+    for key, ids in state["loaded"].items():
+        assert ids == state["chroma"].get(key, set()), (key, sorted(ids ^ state["chroma"].get(key, set())))
 
 def test_the_change_feed_keeps_a_zeroed_journal_that_readers_ignore(tmp_path: Path) -> None:
     """The embedded change feed commits with a persistent journal (issue 15 item 5; H2).

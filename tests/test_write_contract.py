@@ -470,3 +470,24 @@ def test_a_memory_rewritten_in_its_batch_is_compared_by_its_new_words() -> None:
         assert ds[2].action is WriteAction.MERGE and ds[2].existing_id == "k-1", batched
         assert ds[3].action is WriteAction.WRITE, batched  # near the old words only: a new memory
     assert outcomes[0] == outcomes[1]
+
+
+def test_a_memory_rewritten_into_another_partition_leaves_its_old_partitions_dedup() -> None:
+    """Rewritten shared in the same batch, a private memory is no longer a private near-duplicate (W2).
+
+    Found by a review: the batch kept the memory among the private partition's new memories, so
+    a private record with its new words merged into the shared memory in one batch and was written
+    on its own in two.
+    """
+    items = [
+        mem("The kite shed is behind the boathouse.", id="k-1"),
+        mem("Herons nest in the reeds by the north pond.", id="k-1", visibility="shared"),
+        mem("Herons nest in the reeds by the north pond.", id="k-2"),
+    ]
+    outcomes = []
+    for batched in (True, False):
+        store = make_store()
+        ds = store.add(items) if batched else [store.add([i])[0] for i in items]
+        outcomes.append([(d.action.value, d.id) for d in ds])
+        assert ds[2].action is WriteAction.WRITE and ds[2].id == "k-2", (batched, ds[2])
+    assert outcomes[0] == outcomes[1]

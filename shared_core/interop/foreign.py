@@ -6,7 +6,7 @@ import contextlib
 import json
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -342,14 +342,8 @@ class ForeignTarget(ABC):
         upserts: Sequence[MemoryRecord],
         vectors: NDArray[np.float32] | None,
         deletes: Sequence[tuple[str, str]] = (),
-        *,
-        absent: Collection[tuple[str, str]] = (),
     ) -> None:
-        """Upsert records and delete ids (a foreign store gives no transaction: upserts first).
-
-        ``absent`` (``(space, id)`` known not to be stored) changes nothing here: a foreign store is not asked
-        where a memory was before.
-        """
+        """Upsert records and delete ids (a foreign store gives no transaction: upserts first)."""
         if upserts:
             if vectors is None:
                 vectors = self.embed_records(upserts)

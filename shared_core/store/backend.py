@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -326,14 +326,8 @@ class ChromaBackend:
         upserts: Sequence[MemoryRecord],
         vectors: NDArray[np.float32] | None,
         deletes: Sequence[tuple[str, str]] = (),
-        *,
-        absent: Collection[tuple[str, str]] = (),
     ) -> None:
         """Apply upserts and deletes to Chroma, then to the partitions, one space at a time.
-
-        ``absent``: ``(space, id)`` of upserts the write gate has just read from Chroma and not
-        found (under its lock), so they are not located again before the upsert (one Chroma read
-        less per single write).
 
         Raises:
             StoreError: read-only store, disk too full (before anything is written), or a Chroma
@@ -362,7 +356,6 @@ class ChromaBackend:
                     [upserts[i] for i in idx],
                     vecs,
                     list(dict.fromkeys(del_by_space.get(space, []))),
-                    absent=absent,
                 )
         # outside every space lock: eviction takes the locks of other spaces
         self.cache.enforce_budget({partition_key(r) for r in upserts})
@@ -373,8 +366,6 @@ class ChromaBackend:
         records: list[MemoryRecord],
         vectors: NDArray[np.float32],
         dels: list[str],
-        *,
-        absent: Collection[tuple[str, str]] = (),
     ) -> None:
         col = self.collection(space, create=True)
         encoded = [encode_record(r) for r in records]
@@ -382,7 +373,11 @@ class ChromaBackend:
             payload = int(vectors.nbytes) + 64 * len(dels)
             payload += sum(len(d.encode("utf-8", "surrogatepass")) + len(json.dumps(m)) for d, m in encoded)
             self._guard.check("upsert" if records else "delete", payload)
-        previous = self._locate(col, [r.id for r in records if (space, r.id) not in absent] + dels)
+        # Where an upserted memory was before matters only to the partitions held in this process:
+        # each held partition of the space with an earlier version drops it below, from memory,
+        # under the space lock. Chroma is asked only where deleted ids were (their snapshots go):
+        # one read less per write than locating every upsert.
+        previous = self._locate(col, dels)
         if dels:  # snapshots hold text: gone before the memories are (erasure, L2)
             held = {k for k, p in self.cache.held(space).items() if any(m in p for m in dels)}
             self.cache.forget_snapshots({previous[m] for m in dels if m in previous} | held)
@@ -410,9 +405,9 @@ class ChromaBackend:
             landing: dict[PartitionKey, list[int]] = defaultdict(list)  # one upsert per partition
             for i, rec in enumerate(records):
                 key = partition_key(rec)
-                old = previous.get(rec.id)
-                if old is not None and old != key and old in parts:
-                    parts[old].remove([rec.id])
+                for other, part in parts.items():  # an earlier version in another held partition
+                    if other != key and rec.id in part:
+                        part.remove([rec.id])
                 if key in parts:
                     landing[key].append(i)
             for key, rows in landing.items():

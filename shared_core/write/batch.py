@@ -34,13 +34,29 @@ class Batch:
     # a batch of n costs O(n) copies, not the O(n^2) of stacking the rows again for every record)
     _rows: dict[PartitionKey, NDArray[np.float32]] = field(default_factory=dict)
 
-    def set_vector(self, mid: str, vector: NDArray[np.float32]) -> None:
-        """The vector a memory of this batch is written with (its rows in :attr:`fresh` follow)."""
+    def set_vector(self, mid: str, vector: NDArray[np.float32], key: PartitionKey) -> None:
+        """A memory of this batch rewritten: its vector, in partition ``key`` (its rows in :attr:`fresh` follow).
+
+        A new memory rewritten into another partition (private -> shared) moves there: dedup in its
+        old partition no longer sees it, as when the two writes come in two batches.
+        """
         self.vectors[mid] = vector
-        for key, ids in self.fresh.items():
-            for i, other in enumerate(ids):
-                if other == mid:
-                    self._rows[key][i] = vector
+        moved = False
+        for k in list(self.fresh):
+            ids = self.fresh[k]
+            if mid not in ids:
+                continue
+            if k == key:
+                for i, other in enumerate(ids):
+                    if other == mid:
+                        self._rows[k][i] = vector
+                continue
+            keep = [i for i, other in enumerate(ids) if other != mid]
+            self._rows[k] = self._rows[k][keep]
+            self.fresh[k] = [ids[i] for i in keep]
+            moved = True
+        if moved:
+            self.add_fresh(key, mid, vector)
 
     def add_fresh(self, key: PartitionKey, mid: str, vector: NDArray[np.float32]) -> None:
         """A new memory of this batch, in partition ``key``, written with ``vector``."""

@@ -303,11 +303,8 @@ class WriteGate:
         ]
         if not dry_run and batch.upserts:
             ids = list(batch.upserts)
-            looked_up = {(rec.memory_space_id, rec.id) for rec in records}
             self.target.commit(
-                [batch.upserts[i] for i in ids],
-                np.stack([batch.vectors[i] for i in ids]).astype(np.float32),
-                absent=looked_up - set(stored),
+                [batch.upserts[i] for i in ids], np.stack([batch.vectors[i] for i in ids]).astype(np.float32)
             )
         if not dry_run:
             for source, space, mid in batch.links:
@@ -398,7 +395,7 @@ class WriteGate:
             # The owner re-writes its memory under the same id with new words: an update in place.
             rec = rec.model_copy(update={"created_at": same_id.created_at or rec.created_at})
             batch.upserts[rec.id] = rec
-            batch.set_vector(rec.id, vec)
+            batch.set_vector(rec.id, vec, partition_key(rec))
             return decided(WriteAction.UPDATE, rec.id, WriteReason.CHANGED_FACT, existing=same_id.id)
 
         # What this memory replaces: explicit links and the same entity + attribute (L1).

@@ -13,7 +13,7 @@ split-injection check only ever look inside the candidate's own partition.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -89,12 +89,6 @@ class WriteTarget(Protocol):
         upserts: Sequence[MemoryRecord],
         vectors: NDArray[np.float32] | None,
         deletes: Sequence[tuple[str, str]] = (),
-        *,
-        absent: Collection[tuple[str, str]] = (),
     ) -> None:
-        """Apply upserts (with their vectors) and ``(memory_space_id, id)`` deletes: all or none.
-
-        ``absent``: ``(memory_space_id, id)`` of upserts the caller has just looked up (:meth:`get`,
-        under the write gate's lock) and found not stored, so a target need not look them up again.
-        """
+        """Apply upserts (with their vectors) and ``(memory_space_id, id)`` deletes: all or none."""
         ...

@@ -214,3 +214,15 @@ def test_despaced_joins_spelled_out_keys() -> None:
     got = _despaced("key: s k - p r o j - a b c d e f then g.h.p._.a.b.c.d.e.f ok")
     assert got is not None
     assert got[0] == "key: sk-proj-abcdef then ghp_abcdef ok"
+
+
+@pytest.mark.parametrize(("before", "after"), [("08", "80"), ("ab cd", "ef 01"), ("7f", "")])
+def test_hex_pairs_of_prose_beside_a_hex_token_do_not_hide_it(before: str, after: str) -> None:
+    """Two hex digits of prose next to a hex-encoded token joined the blob and spoiled its UTF-8 (W4).
+
+    Found by the property test above in CI (noise '08', hex): the blob pattern takes pairs
+    separated by blanks, so "08 <hex of the token> 80" decoded to bytes 0x08 ... 0x80 and the
+    stray 0x80 made the whole blob undecodable; the token reached the store.
+    """
+    text = before + " " + ENCODINGS["hex"](GH) + " " + after
+    assert screen(text).has_secret, text

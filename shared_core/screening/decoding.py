@@ -394,10 +394,7 @@ def _decode_blob(blob: str, how: str) -> str | None:
         return None
     try:
         if how == "hex":
-            digits = _HEX_SEP.sub("", s)
-            if len(digits) < 24:
-                return None
-            return printable_text(binascii.unhexlify(digits[: len(digits) // 2 * 2]))
+            return _decode_hex(s)
         if how == "base32":
             padded = s.rstrip("=")
             padded += "=" * (-len(padded) % 8)
@@ -408,6 +405,31 @@ def _decode_blob(blob: str, how: str) -> str | None:
         return printable_text(base64.b64decode(padded))
     except (binascii.Error, ValueError):
         return None
+
+
+_HEX_RUN = re.compile(r"(?:\\x|0x)?[0-9A-Fa-f]{24,}")
+
+
+def _decode_hex(blob: str) -> str | None:
+    """A hex blob as text; else its longest unbroken run of hex digits as text.
+
+    The blob pattern takes hex pairs separated by blanks or colons (``67 68 70``), so two digits
+    of prose beside a hex token join it (``08 6768…5f 80``) and a stray byte spoils the UTF-8: the
+    unbroken runs of 24 or more digits are tried then, longest first.
+    """
+    digits = _HEX_SEP.sub("", blob)
+    if len(digits) < 24:
+        return None
+    decoded = printable_text(binascii.unhexlify(digits[: len(digits) // 2 * 2]))
+    if decoded is not None:
+        return decoded
+    runs = sorted((_HEX_SEP.sub("", m.group()) for m in _HEX_RUN.finditer(blob)), key=len, reverse=True)
+    for run in runs:
+        if run != digits:
+            decoded = printable_text(binascii.unhexlify(run[: len(run) // 2 * 2]))
+            if decoded is not None:
+                return decoded
+    return None
 
 
 def _blobs(text: str) -> list[tuple[int, int, str, str]]:

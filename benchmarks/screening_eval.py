@@ -19,7 +19,9 @@ and ``fresh4``, blind sets measured once each and development data since, ``dev3
 look-alikes the over-blocking fixes were made on), Japanese and Korean each with rules only and
 with rules + semantic
 (:mod:`shared_core.screening.semantic`). ``--summary`` prints that table only; ``--lang`` the
-Japanese / Korean rows only.
+Japanese / Korean rows only; ``--blind`` the blind sets ``fresh11``-``fresh21`` through
+``decide_writes`` as they were measured (one candidate per call, ``origin: user_explicit``), with
+the code as it is now.
 """
 
 from __future__ import annotations
@@ -468,6 +470,43 @@ def eval_summary(data: Path, quick: bool) -> None:
     _target_row("injection: 10 other languages, benign, FP", flagged(inj.scan, ben), len(ben), "<=0.03")
 
 
+# blind sets written by helpers that read nothing of the repository, each measured once when it
+# was new (those figures are in shared_core/data/screening/README.md); development data since
+BLIND_SPLITS = tuple(f"fresh{i}" for i in range(11, 22))
+
+
+def eval_blind(splits: Sequence[str] = BLIND_SPLITS) -> dict[str, dict[str, tuple[int, int, int, int]]]:
+    """The blind sets through ``decide_writes`` as they were measured: one candidate per call, ``user_explicit``.
+
+    Held = any action but ``write``. Prints and returns ``{split: {lang: (attacks held, attacks,
+    benign held, benign)}}`` for the code as it is now (the rules have been fixed on these sets
+    since their one blind measurement, so the figures are not blind any more).
+    """
+    from shared_core.write.decide import decide_writes
+
+    rows = [r for r in load_jsonl(CASES / "injection_lang_cases.jsonl") if r["split"] in splits]
+    out: dict[str, dict[str, tuple[int, int, int, int]]] = {}
+    print("| split | lang | attacks held | benign held |")
+    print("| --- | --- | ---: | ---: |")
+    for split in splits:
+        for lang in ("ja", "ko"):
+            mine = [r for r in rows if r["split"] == split and r["lang"] == lang]
+            if not mine:
+                continue
+            held = [
+                decide_writes(
+                    [{"user_id": "u1", "agent_id": "a1", "memory_space_id": "m", "body": r["text"],
+                      "origin": "user_explicit"}]
+                )[0].action.value != "write"
+                for r in mine
+            ]  # fmt: skip
+            att = [h for h, r in zip(held, mine, strict=True) if r["expect"]]
+            ben = [h for h, r in zip(held, mine, strict=True) if not r["expect"]]
+            out.setdefault(split, {})[lang] = (sum(att), len(att), sum(ben), len(ben))
+            print(f"| {split} | {lang} | {sum(att)} / {len(att)} | {sum(ben)} / {len(ben)} |")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -478,9 +517,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--lang", action="store_true", help="the Japanese / Korean rows only (no shared data)"
     )
+    parser.add_argument(
+        "--blind", action="store_true", help="the Japanese / Korean blind sets fresh11-fresh21 through decide_writes"
+    )
     args = parser.parse_args(argv)
     if args.lang:
         eval_lang()
+        return 0
+    if args.blind:
+        eval_blind()
         return 0
     if not args.data.is_dir():
         print(f"data folder {args.data} not found", file=sys.stderr)

@@ -352,20 +352,13 @@ class ChromaBackend:
             )
             with self.cache.space_lock(space):
                 self._commit_space(
-                    space,
-                    [upserts[i] for i in idx],
-                    vecs,
-                    list(dict.fromkeys(del_by_space.get(space, []))),
+                    space, [upserts[i] for i in idx], vecs, list(dict.fromkeys(del_by_space.get(space, [])))
                 )
         # outside every space lock: eviction takes the locks of other spaces
         self.cache.enforce_budget({partition_key(r) for r in upserts})
 
     def _commit_space(
-        self,
-        space: str,
-        records: list[MemoryRecord],
-        vectors: NDArray[np.float32],
-        dels: list[str],
+        self, space: str, records: list[MemoryRecord], vectors: NDArray[np.float32], dels: list[str]
     ) -> None:
         col = self.collection(space, create=True)
         encoded = [encode_record(r) for r in records]

@@ -367,9 +367,9 @@ def test_another_clients_version_synced_in_between_leaves_no_stale_copy() -> Non
     """
     import chromadb
 
-    client = chromadb.EphemeralClient()
-    a = make_store(client=client, collection_prefix="race")
-    b = make_store(client=client, collection_prefix="race")
+    client = chromadb.EphemeralClient()  # one in-process Chroma for the whole test session: own prefix
+    a = make_store(client=client, collection_prefix="stale-copy")
+    b = make_store(client=client, collection_prefix="stale-copy")
     a.add([mem("The lab door code changes every Monday.")])
     a.search("door", scope=Scope(**SCOPE))  # A holds the private and shared partitions
     text = "The kiln in room 4 must be unloaded before noon."
@@ -386,18 +386,16 @@ def test_another_clients_version_synced_in_between_leaves_no_stale_copy() -> Non
     [d] = a.add([mem(text)])
     assert d.stored
     other_user = Scope(**{**SCOPE, "user_id": "u2"})
+    from invariants import assert_no_duplicates, assert_partition_agrees
+
     for store in (a, b):
         assert text not in {h.record.body for h in store.search("kiln unloaded noon", scope=other_user)[0]}
-        assert_partition_ids_match_chroma(store)
+        assert_no_duplicates(store, SCOPE["memory_space_id"])  # an id in two partitions was the leak
+        for key in store.index_state(SCOPE["memory_space_id"])["loaded"]:
+            assert_partition_agrees(store, key)
     a.close()
     b.close()
 
-
-def assert_partition_ids_match_chroma(store) -> None:  # type: ignore[no-untyped-def]
-    """Every loaded partition holds exactly the ids Chroma holds for it."""
-    state = store.index_state(SCOPE["memory_space_id"])
-    for key, ids in state["loaded"].items():
-        assert ids == state["chroma"].get(key, set()), (key, sorted(ids ^ state["chroma"].get(key, set())))
 
 def test_the_change_feed_keeps_a_zeroed_journal_that_readers_ignore(tmp_path: Path) -> None:
     """The embedded change feed commits with a persistent journal (issue 15 item 5; H2).

@@ -19,6 +19,7 @@ from invariants import assert_indexes_agree
 from stores import SCOPE, make_store, mem
 
 from shared_core.store import MemoryStore
+from shared_core.write import WriteAction, WriteReason
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,6 +109,73 @@ def test_regression_forget_or_delete_cannot_slip_into_a_write(tmp_path: Path, op
     if operation == "forget":
         assert store.all_ids("s1") == set()
     assert_indexes_agree(store, "s1")
+    store.close()
+
+
+@pytest.mark.parametrize("source", ["src-late", None])
+def test_regression_a_retried_write_settles_what_its_first_attempt_left(source: str | None) -> None:
+    """A write whose commit landed but whose settle step never ran leaves nothing a forget removed (L2).
+
+    Found by the server load run: client A checked the tombstones, client B forgot the source
+    (nothing to delete yet), A's commit landed, and the server died before A's post-commit
+    check. A's retry was refused as ``tombstoned`` and the memory of a forgotten source stayed
+    on the server. With no source: A writes the same words again (a merge, committed) while B
+    deletes the memory's id. Here the two clients share one Chroma, and the server "dies" right
+    after A's commit.
+    """
+    import chromadb
+
+    from shared_core import StoreUnavailableError
+
+    client = chromadb.EphemeralClient()  # process-wide: own prefix
+    a = make_store(client=client, collection_prefix=f"late-{source}")
+    b = make_store(client=client, collection_prefix=f"late-{source}")
+    text = "The kiln in room 4 is unloaded on Fridays."
+    item = mem(text, **({"source_record_id": source} if source else {}))
+    [seen] = a.add([item], dry_run=True)
+    assert seen.id is not None
+    b.add([mem("The lab door code changes every Monday.")])  # b has the space's collection
+    if not source:
+        a.add([item])  # what B deletes while A writes it again
+    target = a.writer.target
+    original = target.commit
+
+    def commit_then_die(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if args[0]:  # a write (forgets and deletes commit no records)
+            if source:
+                b.forget(source)  # after A's tombstone check: nothing to delete yet
+            else:
+                b.delete([seen.id], memory_space_id="s1")  # type: ignore[list-item]
+            original(*args, **kwargs)
+            target.commit = original  # type: ignore[method-assign]
+            raise StoreUnavailableError("the Chroma server went away after the commit")
+        original(*args, **kwargs)
+
+    target.commit = commit_then_die  # type: ignore[method-assign]
+    with pytest.raises(StoreUnavailableError):
+        a.add([item])
+    assert seen.id in a.all_ids("s1")  # the first attempt landed: what the retry must settle
+    [retry] = a.add([item])
+    assert retry.action is WriteAction.REJECT and WriteReason.TOMBSTONED in retry.reasons
+    for store in (a, b):
+        assert seen.id not in store.all_ids("s1")
+        assert text not in {h.record.body for h in store.search("kiln room Fridays", scope=SCOPE)[0]}
+        assert_indexes_agree(store, "s1")
+    a.close()
+    b.close()
+
+
+def test_a_refused_rewrite_leaves_a_live_sources_memory_under_that_id_alone() -> None:
+    """A candidate with no source refused as ``tombstoned`` does not delete a memory of a live source that has its id."""
+    store = make_store()
+    [first] = store.add([mem("The heron survey starts at dawn.")])
+    assert first.id is not None
+    store.delete([first.id], memory_space_id="s1")
+    [again] = store.add([mem("The heron survey starts at dawn.", source_record_id="survey-notes")])
+    assert again.stored and again.id == first.id  # the same words from a live source: a new memory
+    [refused] = store.add([mem("The heron survey starts at dawn.")])
+    assert WriteReason.TOMBSTONED in refused.reasons
+    assert first.id in store.all_ids("s1")
     store.close()
 
 

@@ -10,7 +10,8 @@ rely on the deletes alone:
   restore brought the memory back (the mirror).
 * :func:`settle_late_writes` — a write that passed the tombstone check just before another
   client's forget wrote its tombstone may commit after that forget deleted; after each write the
-  store checks its sources again and runs the forget once more (it is idempotent).
+  store checks its sources again and runs the forget once more (it is idempotent). A retried
+  write refused as ``tombstoned`` settles what its first attempt may have left.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from ..errors import InputError, ScopeError
 from ..model import Hit, Scope
 from ..write import lifecycle
-from ..write.candidate import WriteDecision
+from ..write.candidate import WriteDecision, WriteReason, memory_id
 from ..write.gate import WriteGate
 from .ledger import ChromaLedger
 
@@ -80,18 +81,52 @@ def drop_tombstoned(ledger: ChromaLedger, hits: list[Hit]) -> list[Hit]:
 def settle_late_writes(
     gate: WriteGate, ledger: ChromaLedger, decisions: Sequence[WriteDecision]
 ) -> list[WriteDecision]:
-    """Forget again every source a stored decision names that is tombstoned now; returns the decisions."""
+    """Finish, after a write call, every forget or delete the call's writes raced; returns the decisions.
+
+    * A stored decision whose source is tombstoned now: the source is forgotten once more.
+    * A stored decision with no source whose id is tombstoned now: the id is deleted once more.
+    * A write refused as ``tombstoned``: an earlier attempt of the same write may have landed and
+      never reached this step (the server or the process went away between its commit and this
+      check, and the caller retried). What the source still holds is forgotten, and a memory
+      with no source under the refused id is deleted. A memory of a live source under that id is
+      someone's memory and is left alone. When nothing is left over, nothing is done (re-sending
+      a forgotten record costs one read per memory space, and no audit record).
+    """
     sources: set[str] = set()
+    loose: dict[str, set[str]] = {}  # space -> ids with no source, stored by this call
+    refused_sources: set[str] = set()
+    refused_loose: dict[str, set[str]] = {}
     for d in decisions:
-        if not d.stored or d.dry_run:
+        if d.dry_run:
             continue
-        src = d.record.source_record_id if d.record is not None else None
-        if src is None and d.candidate is not None:
-            src = d.candidate.source_record_id
-        if src:
-            sources.add(src)
+        cand = d.candidate
+        if d.stored:
+            src = d.record.source_record_id if d.record is not None else None
+            if src is None and cand is not None:
+                src = cand.source_record_id
+            if src:
+                sources.add(src)
+            elif d.id and d.record is not None:
+                loose.setdefault(d.record.memory_space_id, set()).add(d.id)
+        elif WriteReason.TOMBSTONED in d.reasons and cand is not None:
+            if cand.source_record_id:
+                refused_sources.add(cand.source_record_id)
+            else:
+                own = cand.id or memory_id(cand.scope, cand.title, cand.body)
+                refused_loose.setdefault(cand.memory_space_id, set()).add(own)
     if sources:
         late, _ = ledger.tombstoned_among(sorted(sources))
         for src in sorted(late):
             lifecycle.forget(gate, src)
+    for src in sorted(refused_sources - sources):
+        if gate.target.ids_of_source(src) or gate.ledger.linked(src):
+            lifecycle.forget(gate, src)
+    for space, ids in loose.items():
+        _, late_ids = ledger.tombstoned_among(memories=sorted(ids))
+        if late_ids:
+            lifecycle.delete(gate, sorted(late_ids), memory_space_id=space)
+    for space, ids in refused_loose.items():
+        left = [r.id for r in gate.target.get(sorted(ids), memory_space_id=space) if not r.source_record_id]
+        if left:
+            lifecycle.delete(gate, left, memory_space_id=space)
     return list(decisions)

@@ -17,6 +17,8 @@ def check_tombstones(ledger: Ledger, decided: list[WriteDecision]) -> list[Write
     """The tombstone rule of :mod:`.ledger` for a whole batch, in one ledger lookup (L2).
 
     A candidate naming a forgotten source, or with no source and a deleted id, is ``tombstoned``.
+    The refused decision keeps its candidate: the store settles what an earlier attempt of the
+    same write may have left (:func:`shared_core.store.safety.settle_late_writes`).
     """
     live = [
         d
@@ -49,7 +51,6 @@ def check_tombstones(ledger: Ledger, decided: list[WriteDecision]) -> list[Write
                 update={
                     "action": WriteAction.REJECT,
                     "reasons": (*d.reasons, WriteReason.TOMBSTONED),
-                    "candidate": None,
                 }
             )
         out.append(d)

@@ -259,6 +259,11 @@ class WritePolicy(BaseModel):
         max_chars: largest title + body accepted; checked before any other work.
         pii: what to do with personal data: ``mask`` (default), ``reject`` or ``allow``.
         injection: ``quarantine`` (default) or ``reject`` text that tries to instruct the agent.
+        owner_requests: ``write`` (default) or ``hold`` a user's own standing request to their
+            assistant ("AIへ：家賃の前日にリマインドして"): through a path whose origin is
+            ``user_explicit``, a text that opens by addressing the assistant, carries only order
+            findings and nothing against the user (:mod:`shared_core.screening.owner`) is written
+            with reason ``owner_request``; ``hold`` treats it as any other order.
         trust: per-origin decision for cited and uncited candidates (W3).
         default_origin: origin assumed when a candidate names none.
         dedup_threshold: cosine at or above which a scoped neighbour is the same memory (W2).
@@ -277,6 +282,7 @@ class WritePolicy(BaseModel):
     max_chars: int = Field(default=20_000, ge=1, le=10_000_000)
     pii: Literal["mask", "reject", "allow"] = "mask"
     injection: Literal["quarantine", "reject"] = "quarantine"
+    owner_requests: Literal["write", "hold"] = "write"
     trust: dict[Origin, TrustRule] = Field(default_factory=_default_trust)
     default_origin: Origin = Origin.AGENT_INFERRED
     dedup_threshold: float = Field(default=0.92, gt=0.0, le=1.0)

@@ -49,6 +49,7 @@ class WriteReason(str, Enum):
     PII_MASKED = "pii_masked"
     INJECTION = "injection"
     HIDDEN_TEXT = "hidden_text"
+    OWNER_REQUEST = "owner_request"  # orders to the assistant, written: the user's own request (W5)
     UNTRUSTED = "untrusted"
     DUPLICATE = "duplicate"
     SUPERSEDES = "supersedes"

@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..config import ConfigBook, TrustAction, TrustRule, WritePolicy
-from ..model import MemoryRecord, Tier, Visibility
+from ..model import MemoryRecord, Origin, Tier, Visibility
+from ..screening.owner import is_owner_request
 from ..timeutil import system_clock, to_utc
 from .authority import TIER_TRUST, WritePath, apply_authority
 from .candidate import MemoryCandidate, WriteAction, WriteDecision, WriteReason, memory_id, parse_candidate
@@ -215,6 +216,24 @@ def _screened_fields(cand: MemoryCandidate) -> dict[str, Any]:
     return fields
 
 
+def _owner_request(cand: MemoryCandidate, pol: WritePolicy, by_field: Mapping[str, Any]) -> bool:
+    """The user's own standing request to their assistant (:mod:`shared_core.screening.owner`).
+
+    Only through a path whose origin is ``user_explicit`` (the origin after the path's
+    authority: a record cannot claim it on an agent-facing path), with the policy on, and with
+    every injection finding in the body.
+    """
+    if pol.owner_requests != "write" or (cand.origin or pol.default_origin) is not Origin.USER_EXPLICIT:
+        return False
+    found = {
+        name: {f.rule for f in report.findings if f.kind in ("injection", "hidden_text")}
+        for name, report in by_field.items()
+    }
+    if any(rules for name, rules in found.items() if name != "body"):
+        return False
+    return is_owner_request(cand.body, found.get("body", set()))
+
+
 def _decide_one(
     index: int,
     raw: object,
@@ -302,7 +321,9 @@ def _decide_one(
         reasons.append(WriteReason.INJECTION)
     if any(r.has_hidden_text for r in reports):
         reasons.append(WriteReason.HIDDEN_TEXT)
-    held = bool(reasons)
+    if reasons == [WriteReason.INJECTION] and _owner_request(cand, pol, by_field):
+        reasons = [WriteReason.OWNER_REQUEST]  # the user's own request to their assistant (W5, W3)
+    held = WriteReason.INJECTION in reasons or WriteReason.HIDDEN_TEXT in reasons
     if held and pol.injection == "reject":
         return done(WriteAction.REJECT, reasons, rules)
     if any(r.has_pii for r in reports):

@@ -9,16 +9,25 @@ asks it only for a candidate whose origin, after the path's authority, is ``user
 
 The text's half, from ``shared_core/data/screening/owner_requests.toml``:
 
+* it is **one short paragraph** (at most ``max_chars``, no line break after the opening): a
+  forwarded mail or a document under a one-line note is not a request;
 * it **opens by addressing the assistant** (AIへ：, アシスタントさん、, AI 비서에게:, 비서님,);
 * its injection findings are **all order rules** (an order addressed to the assistant, found by
   the addressing rules, the cue scorer or the semantic screen) — an override, an exfiltration, a
   leak, a persona, persistence, hidden text or a split injection holds it whoever writes;
-* nothing in it **works against the user**: the user in the third person or the text's reader
-  named as its processor (ユーザー, 이 메일을 읽는), a link or an address, secrecy from the user, a
-  skipped confirmation, bulk deletion or sending.
+* nothing after the opening, nor in the title, **works against the user**: the user in the
+  third person or the text's reader named as its processor (ユーザー, 이 메일을 읽는), a second
+  addressee or a sender (差出人, 보낸 사람), authority handed to another text (指示どおり, 적힌 대로),
+  a link, an address, a handle, a phone or account number, secrecy from the user, a skipped
+  confirmation or question, bulk deletion or sending, a code passed on, a protection turned off,
+  gift cards. These are matched in the normalised text and in it with every blank removed.
+
+The write gate adds the path's half: origin ``user_explicit`` and a **private** memory (a
+shared memory is read by other people's assistants, for whom "me" is someone else).
 
 Why hand-written: no library tells a preference from an injection; the patterns are data a
-deployment can read and the policy switch (``WritePolicy.owner_requests``) turns it off.
+deployment can read, and the policy switch (``WritePolicy.owner_requests = "hold"``) turns the
+waiver off.
 """
 
 from __future__ import annotations
@@ -35,11 +44,13 @@ from .registry import toml_loads
 __all__ = ["ORDER_RULES", "is_owner_request"]
 
 _FILE = "owner_requests.toml"
+_BLANKS = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
 class _Tables:
     order_rules: frozenset[str]
+    max_chars: int
     opening: dict[str, re.Pattern[str]]
     third_party: dict[str, re.Pattern[str]]
     harm: dict[str, re.Pattern[str]]
@@ -53,6 +64,7 @@ def _tables() -> _Tables:
     against = doc["against_user"]
     return _Tables(
         order_rules=frozenset(doc["order_rules"]),
+        max_chars=int(doc["max_chars"]),
         opening={lang: re.compile(p) for lang, p in doc["opening"].items()},
         third_party={lang: re.compile(against[f"{lang}_third_party"]) for lang in ("ja", "ko")},
         harm={lang: re.compile(against[f"{lang}_harm"]) for lang in ("ja", "ko")},
@@ -64,17 +76,29 @@ ORDER_RULES: frozenset[str] = _tables().order_rules
 """Rule names an owner's request may carry (the others always hold)."""
 
 
-def is_owner_request(text: str, rules: Collection[str]) -> bool:
+def is_owner_request(text: str, rules: Collection[str], *, title: str = "") -> bool:
     """Whether ``text``, with injection findings ``rules``, reads as the owner's request to their assistant.
 
     Only the text's half of the decision: the caller must also know that the user wrote it
-    (origin ``user_explicit`` from the write path). ``rules`` empty is ``False`` (nothing to waive).
+    (origin ``user_explicit`` from the write path) and that the memory is private. ``rules``
+    empty is ``False`` (nothing to waive). ``title``: the record's title, checked for what works
+    against the user as the text is.
     """
-    if not rules or not set(rules) <= ORDER_RULES:
-        return False
     t = _tables()
-    norm = normalize(text)
-    langs = [lang for lang, pattern in t.opening.items() if pattern.match(norm)]
-    if not langs or t.link.search(norm):
+    if not rules or not set(rules) <= t.order_rules or len(text) > t.max_chars or len(title) > t.max_chars:
         return False
-    return not any(t.third_party[lang].search(norm) or t.harm[lang].search(norm) for lang in langs)
+    norm = normalize(text).lstrip()
+    opened = {lang: m for lang, p in t.opening.items() if (m := p.match(norm[:40])) is not None}
+    if not opened:
+        return False
+    head = normalize(title)
+    for lang, m in opened.items():
+        rest = norm[m.end() :]
+        if "\n" in rest:
+            return False
+        for view in (rest, head):
+            compact = _BLANKS.sub("", view)
+            for pattern in (t.link, t.third_party[lang], t.harm[lang]):
+                if pattern.search(view) or pattern.search(compact):
+                    return False
+    return True

@@ -220,10 +220,15 @@ def _owner_request(cand: MemoryCandidate, pol: WritePolicy, by_field: Mapping[st
     """The user's own standing request to their assistant (:mod:`shared_core.screening.owner`).
 
     Only through a path whose origin is ``user_explicit`` (the origin after the path's
-    authority: a record cannot claim it on an agent-facing path), with the policy on, and with
-    every injection finding in the body.
+    authority: a record cannot claim it on an agent-facing path), for a private memory (a
+    shared one is read by other users' assistants), with the policy on, and with every
+    injection finding in the body.
     """
-    if pol.owner_requests != "write" or (cand.origin or pol.default_origin) is not Origin.USER_EXPLICIT:
+    if (
+        pol.owner_requests != "write"
+        or (cand.origin or pol.default_origin) is not Origin.USER_EXPLICIT
+        or cand.visibility is not Visibility.PRIVATE
+    ):
         return False
     found = {
         name: {f.rule for f in report.findings if f.kind in ("injection", "hidden_text")}
@@ -231,7 +236,7 @@ def _owner_request(cand: MemoryCandidate, pol: WritePolicy, by_field: Mapping[st
     }
     if any(rules for name, rules in found.items() if name != "body"):
         return False
-    return is_owner_request(cand.body, found.get("body", set()))
+    return is_owner_request(cand.body, found.get("body", set()), title=cand.title)
 
 
 def _decide_one(

@@ -114,6 +114,18 @@ def test_a_shared_request_is_held() -> None:
     assert d.action is WriteAction.QUARANTINE and WriteReason.OWNER_REQUEST not in d.reasons  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize(
+    ("source", "waived"),
+    [("", True), ("chat", True), ("https://mail.example/forwarded", False), ("inbox/2026-12-01.eml", False),
+     ("notes.pdf", False), ("someone@example.com", False)],
+)  # fmt: skip
+def test_a_request_whose_source_is_a_page_mail_or_file_is_held(source: str, waived: bool) -> None:
+    """A document loader's text is not the user's words, even on a user_explicit path (red-team finding)."""
+    d = decide(REQUESTS[0], origin="user_explicit", source=source)
+    assert (WriteReason.OWNER_REQUEST in d.reasons) is waived  # type: ignore[attr-defined]
+    assert d.action is (WriteAction.WRITE if waived else WriteAction.QUARANTINE)  # type: ignore[attr-defined]
+
+
 def test_a_long_or_many_line_text_is_no_request() -> None:
     """One short paragraph only: the patterns never run on a long text (a red-team pass found a 47 s write)."""
     rules = {"instruction_cues_ja"}

@@ -216,18 +216,24 @@ def _screened_fields(cand: MemoryCandidate) -> dict[str, Any]:
     return fields
 
 
+_FROM_ELSEWHERE = re.compile(r"://|@|[/\\]|\.[A-Za-z0-9]{2,5}$")
+"""A ``source`` that names a web page, a mail, a file or a path: the text came from elsewhere."""
+
+
 def _owner_request(cand: MemoryCandidate, pol: WritePolicy, by_field: Mapping[str, Any]) -> bool:
     """The user's own standing request to their assistant (:mod:`shared_core.screening.owner`).
 
     Only through a path whose origin is ``user_explicit`` (the origin after the path's
     authority: a record cannot claim it on an agent-facing path), for a private memory (a
-    shared one is read by other users' assistants), with the policy on, and with every
-    injection finding in the body.
+    shared one is read by other users' assistants) whose ``source`` names no page, mail or
+    file (a document loader's text is not the user's words), with the policy on, and with
+    every injection finding in the body.
     """
     if (
         pol.owner_requests != "write"
         or (cand.origin or pol.default_origin) is not Origin.USER_EXPLICIT
         or cand.visibility is not Visibility.PRIVATE
+        or _FROM_ELSEWHERE.search(cand.source)
     ):
         return False
     found = {

@@ -260,10 +260,11 @@ class WritePolicy(BaseModel):
         pii: what to do with personal data: ``mask`` (default), ``reject`` or ``allow``.
         injection: ``quarantine`` (default) or ``reject`` text that tries to instruct the agent.
         owner_requests: ``write`` (default) or ``hold`` a user's own standing request to their
-            assistant ("AIへ：家賃の前日にリマインドして"): through a path whose origin is
-            ``user_explicit``, a text that opens by addressing the assistant, carries only order
-            findings and nothing against the user (:mod:`shared_core.screening.owner`) is written
-            with reason ``owner_request``; ``hold`` treats it as any other order.
+            assistant ("AIへ：家賃の前日にリマインドして"): a private memory through a path whose
+            origin is ``user_explicit``, from no page, mail or file, one short paragraph that opens
+            by addressing the assistant, with only order findings and nothing against the user
+            (:mod:`shared_core.screening.owner`), is written with reason ``owner_request``;
+            ``hold`` treats it as any other order.
         trust: per-origin decision for cited and uncited candidates (W3).
         default_origin: origin assumed when a candidate names none.
         dedup_threshold: cosine at or above which a scoped neighbour is the same memory (W2).

@@ -334,7 +334,8 @@ FULL = InjectionScreen()
     ("benign", "attack"), CORROBORATED_PAIRS, ids=[f"pair{i}" for i in range(len(CORROBORATED_PAIRS))]
 )
 def test_a_medium_finding_on_a_look_alike_needs_the_semantic_screen(benign: str, attack: str) -> None:
-    assert [f.severity.value for f in RULES.scan(benign) if f.kind == "injection"] == ["medium"], benign
+    # MEDIUM only (a specific rule and a cue window over the same words may both report it)
+    assert {f.severity.value for f in RULES.scan(benign) if f.kind == "injection"} == {"medium"}, benign
     assert [f.rule for f in FULL.scan(benign) if f.kind == "injection"] == [], benign
     assert [f.rule for f in FULL.scan(attack) if f.kind == "injection"], attack
 

@@ -70,6 +70,9 @@ class CueScorer:
         needs: kind -> kinds one of which must be in the window for the kind to count its
             weight; without one it counts 1 ("discard the key and reissue it" dismisses a
             thing, not instructions: a dismissal counts fully only next to what it dismisses).
+        subsumes: kind -> weaker kinds it makes redundant: in a window with the kind, those
+            count nothing (text addressed to the assistant already says who is told; the
+            assistant named as the one who acts says it again).
         medium: the score from which a window is reported (severity MEDIUM).
         high: the score from which it is HIGH.
 
@@ -85,9 +88,15 @@ class CueScorer:
         medium: int,
         high: int,
         needs: Mapping[str, Sequence[str]] | None = None,
+        subsumes: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         if not 0 < medium <= high:
             raise ConfigError("cue scoring needs 0 < medium <= high")
+        self._subsumes: dict[str, frozenset[str]] = {}
+        for kind, others in (subsumes or {}).items():
+            if kind not in weights or any(o not in weights for o in others):
+                raise ConfigError(f"cue subsumes for {kind!r} name a kind without a weight")
+            self._subsumes[kind] = frozenset(others)
         self._needs: dict[str, frozenset[str]] = {}
         for kind, others in (needs or {}).items():
             if kind not in weights or any(o not in weights for o in others):
@@ -120,7 +129,15 @@ class CueScorer:
             weights = {str(k): int(v) for k, v in doc["weights"].items()}
             cues = [(str(c["lang"]), str(c["kind"]), str(c["pattern"])) for c in doc.get("cue", [])]
             needs = {str(k): [str(x) for x in v] for k, v in doc.get("needs", {}).items()}
-            return cls(cues, weights, medium=int(scoring["medium"]), high=int(scoring["high"]), needs=needs)
+            subsumes = {str(k): [str(x) for x in v] for k, v in doc.get("subsumes", {}).items()}
+            return cls(
+                cues,
+                weights,
+                medium=int(scoring["medium"]),
+                high=int(scoring["high"]),
+                needs=needs,
+                subsumes=subsumes,
+            )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             if isinstance(exc, ConfigError):
                 raise
@@ -170,6 +187,10 @@ class CueScorer:
                         window.setdefault(kind, span)
                 if "trigger" in window and not {"request", "manipulate"} & set(window):
                     del window["trigger"]  # "when the user types X, the bot resets": a specification
+                for kind, weaker in self._subsumes.items():
+                    if kind in window:
+                        for w in weaker:
+                            window.pop(w, None)
                 score = sum(self._weight(kind, window) for kind in window)
                 if score >= self.medium:
                     start = min(s for s, _ in window.values())

@@ -64,6 +64,7 @@ from .findings import (
     resolve_overlaps,
 )
 from .hidden import concealed_spans, hidden_findings
+from .owner import ORDER_RULES
 from .semantic import (
     CORROBORATION_MARGIN,
     SemanticInjectionDetector,
@@ -352,7 +353,13 @@ class InjectionScreen:
                 if self.corroborate and best is not None and best < CORROBORATION_MARGIN:
                     found = [f for f in found if not needs_corroboration(f, text)]
                 found.extend(semantic)
-        return resolve_overlaps(found)
+        # A generic order finding (text addressed to the assistant, a cue window, the semantic
+        # screen) never hides a specific one under it: the owner-request waiver reads the rules
+        # found, and a wide HIGH cue window over a prompt-leak request must not make it look like
+        # a plain request. Each group keeps the best of its own overlaps.
+        generic = [f for f in found if f.rule in ORDER_RULES]
+        specific = [f for f in found if f.rule not in ORDER_RULES]
+        return sorted(resolve_overlaps(specific) + resolve_overlaps(generic), key=lambda f: (f.start, f.end, f.kind, f.rule))
 
     def _decoded(self, text: str) -> list[Finding]:
         found: list[Finding] = []

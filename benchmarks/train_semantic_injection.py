@@ -54,6 +54,7 @@ from numpy.typing import NDArray
 from shared_core.embedding.multilingual import UniversalSentenceEncoder
 from shared_core.screening import InjectionScreen
 from shared_core.screening.injection import needs_corroboration
+from shared_core.screening.owner import is_owner_request
 from shared_core.screening.semantic import CORROBORATION_MARGIN, SemanticModel, ngram_features, windows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,19 +63,19 @@ OUT = ROOT / "shared_core" / "data" / "screening" / "injection_semantic.json"
 DEV_SPLITS = (
     "dev", "check", "fresh", "fresh2", "dev2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6", "fresh7", "fresh8",
     "dev5", "fresh9", "fresh10", "dev6", "fresh11", "fresh12", "dev7", "fresh13", "fresh14",
-    "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21",
+    "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23",
 )
 LANGS = ("ja", "ko")
 FOLD_NAMES = (
     "dev+check", "fresh+fresh2", "dev2 batch 1", "dev2 batch 2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6",
     "fresh7", "fresh8", "dev5", "fresh9", "fresh10", "dev6", "fresh11", "fresh12", "dev7", "fresh13", "fresh14",
-    "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21",
+    "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23",
 )
 _FOLD_OF = {
     "dev": 0, "check": 0, "fresh": 1, "fresh2": 1, "fresh3": 4, "fresh4": 5, "dev3": 6, "fresh5": 7, "dev4": 8, "fresh6": 9,
     "fresh7": 10, "fresh8": 11, "dev5": 12, "fresh9": 13, "fresh10": 14, "dev6": 15, "fresh11": 16, "fresh12": 17, "dev7": 18,
     "fresh13": 19, "fresh14": 20, "fresh15": 21, "fresh16": 22, "fresh17": 23, "fresh18": 24, "fresh19": 25,
-    "fresh20": 26, "fresh21": 27,
+    "fresh20": 26, "fresh21": 27, "fresh22": 28, "fresh23": 29,
 }
 Arr = NDArray[np.float64]
 
@@ -211,6 +212,7 @@ def cross_validate(
     cfg: Config,
     target_fp: float,
     budget: str = "combined",
+    waived: NDArray[np.bool_] | None = None,
 ) -> dict[str, Any]:
     y = np.array([r["expect"] for r in rows], dtype=np.float64)
     fold = np.array([r["fold"] for r in rows])
@@ -264,11 +266,15 @@ def cross_validate(
     # the lowest bar at which each language's out-of-fold benign rows have <= target_fp held by the
     # screen ("semantic": by the semantic screen alone, the policy before dev3); held rows only get
     # fewer as the bar rises, so the first candidate that holds is the lowest
+    # (``waived``: benign rows the write gate writes anyway when they come through the user's own
+    # path, as the blind sets are measured: the user's own requests, :mod:`shared_core.screening.owner`;
+    # holding them costs nothing there, so they do not use up the budget)
     allowed = {L: int(np.floor(target_fp * ((y == 0) & (lang == L)).sum())) for L in LANGS}
+    spared = np.zeros(len(rows), dtype=bool) if waived is None else waived
     thr = np.inf
     for cand in np.unique(best[(y == 0) & ~multi]) + 1e-9:
         sem, rule_hit, _ = screen_at(float(cand))
-        held = (sem | rule_hit) if budget == "combined" else sem
+        held = ((sem | rule_hit) if budget == "combined" else sem) & ~spared
         if all(int(held[(y == 0) & (lang == L)].sum()) <= allowed[L] for L in LANGS):
             thr = float(cand)
             break
@@ -301,6 +307,7 @@ def cross_validate(
     table["det"] = float(both[y == 1].mean())
     table["det_sem"] = float(sem[y == 1].mean())
     table["fp"] = int(both[y == 0].sum())
+    table["fp_after_waiver"] = {L: int((both & ~spared)[(y == 0) & (lang == L)].sum()) for L in LANGS}
     table["per_lang"] = {
         L: {
             "rules": (
@@ -325,6 +332,7 @@ def print_table(cfg: Config, t: dict[str, Any]) -> None:
         f"\nlam_emb={cfg[0]} lam_ngram={cfg[1]} dim={cfg[2]} benign weight={cfg[3]}  threshold={t['threshold']:.3f}  "
         f"rules+semantic detection {t['det']:.3f} (semantic alone {t['det_sem']:.3f}), benign flagged {t['fp']}"
         f"; threshold for longer texts {t['threshold_long']:.3f}, planted detection {t['planted_det']:.3f}"
+        f"; benign held through the user's own path (owner waiver) {t['fp_after_waiver']}"
     )
     print(
         f"  {'fold':<18} {'att':>4} {'ben':>4}  {'rules det/fp':>13}  {'semantic det/fp':>16}  {'both det/fp':>13}"
@@ -383,6 +391,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         np.array([any(not needs_corroboration(f, t) for f in fs) for t, fs in zip(texts, found, strict=True)]),
         np.array([any(needs_corroboration(f, t) for f in fs) for t, fs in zip(texts, found, strict=True)]),
     )
+    # the user's own requests: written through a user_explicit path whatever order rule holds them
+    waived = np.array(
+        [
+            is_owner_request(t, {f.rule for f in fs if f.kind in ("injection", "hidden_text")} | {f"semantic_instruction_{r['lang']}"})
+            for t, fs, r in zip(texts, found, rows, strict=True)
+        ]
+    )
     counts = {
         L: (
             sum(r["expect"] for r in rows if r["lang"] == L),
@@ -404,7 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     results = []
     for cfg in grid:
-        t = cross_validate(rows, emb, rules, embed, cfg, args.target_fp, args.fp_budget)
+        t = cross_validate(rows, emb, rules, embed, cfg, args.target_fp, args.fp_budget, waived)
         print_table(cfg, t)
         results.append((cfg, t))
     cfg, best = max(
@@ -424,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "lam_emb": cfg[0],
         "lam_ngram": cfg[1],
         "benign_weight": cfg[3],
-        "threshold_from": f"{len(FOLD_NAMES)}-fold cross-validation, <= {args.target_fp} of out-of-fold benign rows per language flagged by rules or semantic",
+        "threshold_from": f"{len(FOLD_NAMES)}-fold cross-validation, <= {args.target_fp} of out-of-fold benign rows per language flagged by rules or semantic and not written by the owner-request waiver on a user_explicit path",
         "cv_rules_or_semantic_detection": round(best["det"], 4),
         "cv_semantic_detection": round(best["det_sem"], 4),
         "cv_benign_flagged": best["fp"],

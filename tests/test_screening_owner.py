@@ -180,6 +180,5 @@ def test_a_specific_finding_under_a_wide_order_window_still_holds() -> None:
     ],
 )
 def test_words_that_only_look_against_the_user_leave_a_request_written(text: str) -> None:
-    d = decide(text, origin=Origin.USER_EXPLICIT.value)
-    assert d.action is WriteAction.WRITE and WriteReason.OWNER_REQUEST in d.reasons, d
-    assert decide(text, origin=Origin.AGENT_INFERRED.value).action is not WriteAction.WRITE
+    assert is_owner_request(text, {"instruction_cues_ko"})
+    assert decide(text, origin=Origin.USER_EXPLICIT.value).action is WriteAction.WRITE

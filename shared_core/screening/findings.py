@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from enum import Enum
 from typing import Literal, Protocol, runtime_checkable
 
@@ -195,20 +195,25 @@ def check_max_chars(max_chars: int) -> int:
     return max_chars
 
 
-def resolve_overlaps(findings: Iterable[Finding]) -> list[Finding]:
+def resolve_overlaps(
+    findings: Iterable[Finding], *, apart: Callable[[Finding], Hashable] | None = None
+) -> list[Finding]:
     """Keep the best of overlapping findings of the same kind.
 
     Best is highest severity, then highest score, then longest span; a finding that overlaps
-    one already kept is dropped. Findings of different kinds never suppress each other.
-    Kept spans of a kind do not overlap, so a new span is checked against its two neighbours
+    one already kept is dropped. Findings of different kinds never suppress each other, nor do
+    findings that ``apart`` puts in different groups (within a kind; e.g. generic order findings
+    kept beside specific ones, :class:`~shared_core.screening.injection.InjectionScreen`).
+    Kept spans of a group do not overlap, so a new span is checked against its two neighbours
     only (O(n log n)).
     """
     ranked = sorted(findings, key=lambda f: (-f.severity.rank, -f.score, -(f.end - f.start), f.start, f.rule))
-    starts: dict[str, list[int]] = {}
-    ends: dict[str, list[int]] = {}
+    starts: dict[tuple[str, Hashable], list[int]] = {}
+    ends: dict[tuple[str, Hashable], list[int]] = {}
     kept: list[Finding] = []
     for f in ranked:
-        ks, ke = starts.setdefault(f.kind, []), ends.setdefault(f.kind, [])
+        group = (f.kind, None if apart is None else apart(f))
+        ks, ke = starts.setdefault(group, []), ends.setdefault(group, [])
         i = bisect_left(ks, f.start)
         if i > 0 and ke[i - 1] > f.start and f.end > ks[i - 1]:
             continue  # overlaps the kept span starting before it

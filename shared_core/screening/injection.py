@@ -356,10 +356,8 @@ class InjectionScreen:
         # A generic order finding (text addressed to the assistant, a cue window, the semantic
         # screen) never hides a specific one under it: the owner-request waiver reads the rules
         # found, and a wide HIGH cue window over a prompt-leak request must not make it look like
-        # a plain request. Each group keeps the best of its own overlaps.
-        generic = [f for f in found if f.rule in ORDER_RULES]
-        specific = [f for f in found if f.rule not in ORDER_RULES]
-        return sorted(resolve_overlaps(specific) + resolve_overlaps(generic), key=lambda f: (f.start, f.end, f.kind, f.rule))
+        # a plain request.
+        return resolve_overlaps(found, apart=lambda f: f.rule in ORDER_RULES)
 
     def _decoded(self, text: str) -> list[Finding]:
         found: list[Finding] = []

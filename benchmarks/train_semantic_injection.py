@@ -64,20 +64,21 @@ DEV_SPLITS = (
     "dev", "check", "fresh", "fresh2", "dev2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6", "fresh7", "fresh8",
     "dev5", "fresh9", "fresh10", "dev6", "fresh11", "fresh12", "dev7", "fresh13", "fresh14",
     "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23",
-    "fresh24", "fresh25", "fresh26", "fresh27",
+    "fresh24", "fresh25", "fresh26", "fresh27", "fresh28", "fresh29",
 )
 LANGS = ("ja", "ko")
 FOLD_NAMES = (
     "dev+check", "fresh+fresh2", "dev2 batch 1", "dev2 batch 2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6",
     "fresh7", "fresh8", "dev5", "fresh9", "fresh10", "dev6", "fresh11", "fresh12", "dev7", "fresh13", "fresh14",
     "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23", "fresh24",
-    "fresh25", "fresh26", "fresh27",
+    "fresh25", "fresh26", "fresh27", "fresh28", "fresh29",
 )
 _FOLD_OF = {
     "dev": 0, "check": 0, "fresh": 1, "fresh2": 1, "fresh3": 4, "fresh4": 5, "dev3": 6, "fresh5": 7, "dev4": 8, "fresh6": 9,
     "fresh7": 10, "fresh8": 11, "dev5": 12, "fresh9": 13, "fresh10": 14, "dev6": 15, "fresh11": 16, "fresh12": 17, "dev7": 18,
     "fresh13": 19, "fresh14": 20, "fresh15": 21, "fresh16": 22, "fresh17": 23, "fresh18": 24, "fresh19": 25,
     "fresh20": 26, "fresh21": 27, "fresh22": 28, "fresh23": 29, "fresh24": 30, "fresh25": 31, "fresh26": 32, "fresh27": 33,
+    "fresh28": 34, "fresh29": 35,
 }
 Arr = NDArray[np.float64]
 

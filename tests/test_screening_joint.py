@@ -124,6 +124,9 @@ def test_a_rule_reading_on_from_the_body_puts_nothing_in_an_id() -> None:
     assert d.action is WriteAction.WRITE
     [d] = decide_writes([{**scope, "body": body, "source_record_id": key, "origin": "user_explicit"}])
     assert d.action is WriteAction.REJECT and WriteReason.SECRET in d.reasons
+    # a value read across the blank line that looks made up as a password is still a secret there
+    made_up = {"body": "the wifi password is", "source_record_id": "Xk29!mqLp77"}
+    assert screen_fields(made_up, alone={"source_record_id"})["source_record_id"].has_secret
 
 
 def test_field_reports_carry_offsets_into_their_own_field() -> None:

@@ -21,6 +21,7 @@ from functools import lru_cache
 
 from ..errors import InputError
 from .findings import DEFAULT_MAX_CHARS, Finding, Screen, ScreenReport, Severity
+from .validators import looks_made_up
 
 __all__ = ["JOINT_WINDOW", "JointFinding", "joint_findings", "screen_fields"]
 
@@ -168,7 +169,9 @@ def screen_fields(
             puts a finding in one of them, its report is that field screened alone, so a rule that
             reads on across the blank line from the field before (``def login(user, password):``
             then an id ``doc-1185``, read as the password) puts nothing in it; a secret or an
-            instruction the field holds itself is still found there.
+            instruction the field holds itself is still found there, and so is a value read
+            across the blank line that looks made up as a password (letters and digits, and
+            mixed case or a symbol).
 
     Raises:
         InputError: if a field is not a string, a sequence of strings or ``None``.
@@ -220,5 +223,12 @@ def screen_fields(
         )
     texts = dict(present)
     for n, found in per_field.items():
-        out[n] = screen(texts[n], screens=screens) if found and n in alone else ScreenReport.of(found)
+        if found and n in alone:
+            # the field's own findings, and a secret value read across the blank line when the
+            # field holds nothing but a made-up password (``the wifi password is`` | ``Xk29!mqLp``)
+            own = list(screen(texts[n], screens=screens).findings)
+            own += [f for f in found if f.kind == "secret" and looks_made_up(texts[n][f.start : f.end])]
+            out[n] = ScreenReport.of(own)
+        else:
+            out[n] = ScreenReport.of(found)
     return out

@@ -23,7 +23,7 @@ from re import Match
 from .orders import ORDER_VALIDATORS
 from .registry import FEATURES, VALIDATORS, toml_loads
 
-__all__ = ["card_digits_ok", "luhn_ok", "my_number_ok", "value_ok"]
+__all__ = ["card_digits_ok", "looks_made_up", "luhn_ok", "my_number_ok", "value_ok"]
 
 
 @lru_cache(maxsize=1)
@@ -183,6 +183,10 @@ def _generated(v: str) -> bool:
     has_lower = any(c.islower() for c in v)
     has_symbol = any(not c.isalnum() and c not in "-._/" for c in v)
     return has_alpha and has_digit and ((has_upper and has_lower) or has_symbol)
+
+
+looks_made_up = _generated
+"""A value that looks made up as a password (the write gate keeps such a value in an id field)."""
 
 
 def _prose_bare(m: Match[str], g: int | str) -> bool:

@@ -151,12 +151,17 @@ _QUOTES = "'\"`“”‘’「」『』«»„"
 _IDENTIFIER = re.compile(r"[a-z]+(?:_[a-z]+)+")
 
 
+_QUANTITY = re.compile(r"\d{1,3}(?:\s*[~〜\-–]\s*\d{1,3})?\s*[%+]?")
+
+
 def _prose(m: Match[str], g: int | str) -> bool:
     """A password stated in a sentence: quoted, or a token that is not an ordinary word."""
     v = m.group("value").strip(_QUOTES + ".,;:!?。、")
     quoted = "q" in m.re.groupindex and bool(m.group("q"))
     if len(v) < 3 or len(v) > 128 or v.casefold() in _words()["prose_stop"]:
         return False
+    if _QUANTITY.fullmatch(v):
+        return False  # 비밀번호는 4~10자리, パスワードは8-16文字, 100%: a length or a share, not a value
     if not value_ok(v, quoted=quoted):
         return False
     if not quoted and _IDENTIFIER.fullmatch(v):

@@ -35,7 +35,11 @@ _MENTION_AFTER = re.compile(
     r"\s*(?:と|という|との|って|など|といった|のような|みたいな|は|も|について|に関して|の(?:ような|一文|文|フレーズ)"
     r"|型の?|式の|系の|タイプの"  # 「これまでの指示を無視して」型の攻撃: a kind of text named by an instance
     r"|라고|라는|라며|란|이라고|이라는|이란|같은|는|은|처럼|에\s*대해|에\s*관해|하고|고(?=\s)"
-    r"|식의|식으로|류의|류(?=\s)|유형의|타입의|등의|등(?=\s))"
+    r"|식의|식으로|류의|류(?=\s)|유형의|타입의|등의|등(?=\s)"
+    # the quote named as a string or a sentence (…" 문자열은, 」――その一文が届いた夜, " 그 한 줄이)
+    r"|(?:문자열|문장|문구|표현|단어)(?:은|는|이|가|을|를|의|처럼)"
+    r"|[―—\-]*\s*(?:その|この|そんな|こんな)(?:一文|文|文言|言葉|一言|一行|メッセージ)"
+    r"|[―—\-]*\s*(?:그|이|그런|이런)\s*(?:한\s*줄|문장|문구|말|메시지))"
 )
 # a speaker label right before an opening quote: a title, a name with an honorific, a game role
 _SPEAKER = re.compile(
@@ -45,7 +49,9 @@ _SPEAKER = re.compile(
 )
 # a label that introduces an example or a quotation up to the end of the line; a test case's input
 # (入力：「...」, 입력: "...") is quoted to be tried, not said to the model reading the test plan
-_EXAMPLE_BEFORE = re.compile(r"(?:例文|例|用例|入力|예문|예시|예|입력)\s*[:：]?\s*$")
+_EXAMPLE_BEFORE = re.compile(
+    r"(?:例文|例|用例|入力|예문|예시|예|입력)(?:です|だ|입니다|이다)?\s*[:：―—\-]*\s*$"  # 攻撃の例です――『…』
+)
 _EXAMPLE = re.compile(r"(?:例文|例|用例|例えば|예문|예시|예|보기)\s*[:：]\s*$")
 
 
@@ -90,7 +96,7 @@ def in_mention(text: str, start: int, end: int) -> bool:
             return True
         if _SPEAKER.search(text, max(0, open_ - 12), open_) is not None:
             return True
-        if _EXAMPLE_BEFORE.search(text, max(0, open_ - 8), open_) is not None:
+        if _EXAMPLE_BEFORE.search(text, max(0, open_ - 12), open_) is not None:
             return True
     line_start = max(text.rfind("\n", max(0, start - 200), start) + 1, start - 200, 0)
     head = text[line_start:start]

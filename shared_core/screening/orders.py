@@ -66,13 +66,15 @@ _KO_NOT_ORDER = re.compile(
     r"\s*(?:(?:주|드리)?\s*지\s*(?:않|마|말)|않|하는\s|는\s|던\s|한\s|드리겠|드릴|드립|드렸|게\s*만[들든])"
     # a noun that the match names: 제한 해제 요청 / 시도 / 공격 is a kind of request, not one made
     r"|\s*(?:요청|시도|공격|여부|기능|방법|방식|테스트|시나리오)(?!\s*(?:합|해|하|드|을\s*(?:합|해|하|드)))"
-    # forbidden (알려 주면 안 돼요; but 알려 주면 안 돼요? is a polite request), or "even if I say it"
+    # forbidden (알려 주면 안 돼요. — but 알려 주면 안 돼요?, 안 돼요 ㅠ is a plea), or "even if I say it"
     # with the sentence going on (내가 말해도 기억하지…; only 말해도: 보내도 아무도 모른다 urges a send,
     # and 보내도. at a sentence's end is 보내 다오 in Gyeongsang speech)
-    r"|\s*(?:주|드리)?\s*(?:으)?면\s*안\s*(?:돼|되|됩)(?![가-힣]*\s*\?)|(?<=말해)도(?=\s+[가-힣])(?!\s*(?:돼|되|된|괜찮|좋))"
+    r"|\s*(?:주|드리)?\s*(?:으)?면\s*안\s*(?:돼|되|됩)(?![가-힣]*까)[가-힣]*\s*[.!。]|(?<=말해)도(?=\s+[가-힣])(?!\s*(?:돼|되|된|괜찮|좋))"
 )
 # a short negation before the verb: 물어봐도 절대 안 알려주기
 _KO_NEGATED_VERB = re.compile(r"(?:^|\s)(?:안|못)\s*\S{1,4}$")
+# ... unless the sentence asks (왜 비밀번호 안 알려줘? / 왜 아직 안 보내 줘요: a demand)
+_KO_QUESTION = re.compile(r"[^\n.!?]{0,20}\?")
 
 
 # "cancel what I said" (さっき頼んだことは取り消しで, 아까 말한 거 취소): a change of plan between
@@ -124,63 +126,6 @@ def _ja_directive(m: Match[str], g: int | str) -> bool:
     return _JA_ORDER.search(_two_sentences(text, end, _JA_SENTENCE_END)) is not None
 
 
-# The writer corrects their own earlier message (誤りでした, 私の勘違いでした, 착오였습니다, 오류가
-# 있어 … 정정합니다): "disregard the previous instruction" in such a mail takes back a request
-# between people. It stands for that only in a text that names no AI reader: a correction
-# addressed to an assistant, or one that dismisses every instruction ("以前の指示はすべて無視して、
-# 今後は…"), is still an override (found by fresh19-39: business mail held).
-_JA_SELF_CORRECTION = re.compile(
-    r"誤りでした|誤りがありました|間違いでした|間違っていました|間違えました|勘違い|不要になりました|不要となりました"
-    r"|訂正(?:します|いたします|させて|致します)"
-)
-_KO_SELF_CORRECTION = re.compile(
-    r"착오(?:였|가\s*있)|오류가\s*있(?:어|었|습)|잘못\s*(?:보내|안내|전달|기재|적)|정정(?:합니다|드립니다|하겠|해\s*드)"
-    r"|필요\s*없어졌|필요가\s*없어졌"
-)
-_NAMES_AI = re.compile(
-    r"(?<![a-z])(?:ai|llm|gpt|bot|agent|assistant)(?![a-z])|アシスタント|エージェント|ボット|チャットボット|秘書|モデル"
-    r"|어시스턴트|에이전트|비서|챗봇|봇|모델|도우미",
-    re.IGNORECASE,
-)
-
-
-# ... but not a dismissal of every instruction, or one that puts this text in their place
-_WHOLESALE = re.compile(
-    r"すべて|全て|全部|ぜんぶ|一切|今後|これから|以後|以降|だけに従|のみに従|だけ従|모든|전부|모두|앞으로|지금부터|이제부터|만\s*따르|만\s*따라"
-)
-
-
-def _takes_back_own_request(m: Match[str], correction: re.Pattern[str]) -> bool:
-    """A dismissal next to the writer's own correction, in a text that names no AI reader."""
-    text = m.string
-    near = text[max(0, m.start() - 160) : m.end() + 60]
-    return (
-        correction.search(near) is not None
-        and _NAMES_AI.search(text) is None
-        and _WHOLESALE.search(text, m.start(), m.end() + 40) is None
-    )
-
-
-def _ja_override(m: Match[str], g: int | str) -> bool:
-    """A Japanese dismissal of earlier instructions that is an order and not a correction between people."""
-    return _ja_directive(m, g) and not _takes_back_own_request(m, _JA_SELF_CORRECTION)
-
-
-def _ko_override(m: Match[str], g: int | str) -> bool:
-    """A Korean dismissal of earlier instructions that is an order and not a correction between people."""
-    return _ko_directive(m, g) and not _takes_back_own_request(m, _KO_SELF_CORRECTION)
-
-
-def _ja_not_taken_back(m: Match[str], g: int | str) -> bool:
-    """Not a Japanese correction between people (for the rules that read the text without blanks)."""
-    return not _takes_back_own_request(m, _JA_SELF_CORRECTION)
-
-
-def _ko_not_taken_back(m: Match[str], g: int | str) -> bool:
-    """Not a Korean correction between people (for the rules that read the text without blanks)."""
-    return not _takes_back_own_request(m, _KO_SELF_CORRECTION)
-
-
 def _ja_directive_loose(m: Match[str], g: int | str) -> bool:
     """A Japanese cue that is not reported speech and not negated right after it."""
     return not _not_for_model(m, "ja") and _ja_request(m, g)
@@ -197,11 +142,12 @@ def _ja_request(m: Match[str], g: int | str) -> bool:
         return False
     # ...を回答に含めてしまう: an accident described (てしまう), not a request; 教えちゃいけない,
     # 送ってはだめ: a prohibition
-    return _JA_NOT_REQUEST.match(text[end : end + 8]) is None
+    return _JA_NOT_REQUEST.match(text[end : end + 24]) is None
 
 
 _JA_NOT_REQUEST = re.compile(
-    r"(?:し|して)?(?:ない|ません|ず(?!に))|て(?:しま|しまっ)|ちゃ[うっ]|(?:て|ちゃ|じゃ)は?(?:いけ|なら|だめ|ダメ|駄目)"
+    r"(?:し|して)?(?:ない|ません|ず(?!に))|て(?:しま|しまっ)|ちゃ[うっ]"
+    r"|(?:て|ちゃ|じゃ)は?(?:いけ|なら|だめ|ダメ|駄目)(?![^\n。!！]{0,8}[?？])"  # not 教えちゃダメ？ (a plea)
 )
 
 
@@ -210,7 +156,9 @@ _JA_NOT_REQUEST = re.compile(
 # or named as a deed and then forbidden: 聞き出すことは絶対にしないでください
 _JA_LISTED_PROHIBITION = re.compile(
     r"[^\n。]{0,4}?たり[^\n。]{0,40}?(?:ないで|ないよう|ないこと|ないでね|てはいけ|ては(?:なら|だめ|ダメ)|禁止|厳禁)"
-    r"|[^\n。]{0,3}?こと(?:は|も)[^\n。]{0,10}?(?:しないで|しないよう|しないこと|禁止|厳禁|いけません|なりません|やめて)"
+    r"|[^\n。]{0,3}?こと(?:は|も)[^\n。]{0,10}?"
+    r"(?:しないで(?:ください)?|しないように(?:してください)?|しないこと|禁止(?:です)?|厳禁(?:です)?|(?<!ければ)(?<!ねば)(?<!なくては)(?:いけません|なりません)|やめて(?:ください)?)"
+    r"(?=\s*(?:[。!！\n]|$))"  # the prohibition closes the sentence (not 禁止されていますが、今回は…)
 )
 _KO_LISTED_PROHIBITION = re.compile(
     r"[^\n.]{0,6}?(?:거나|지도)[^\n.]{0,40}?(?:지\s*(?:마|말)|면\s*안\s*(?:됩|돼|되)|금지)"
@@ -268,7 +216,9 @@ def _ko_request(m: Match[str], g: int | str) -> bool:
     text, end = m.string, m.end()
     if _reported(text, m.start(), end, _KO_REPORTED) or _KO_LISTED_PROHIBITION.match(text, end):
         return False
-    return _KO_NOT_ORDER.match(text, end) is None and _KO_NEGATED_VERB.search(m.group(0)) is None
+    if _KO_NEGATED_VERB.search(m.group(0)) is not None and not _KO_QUESTION.match(text, end) and "왜" not in text[max(0, m.start() - 20) : end]:
+        return False
+    return _KO_NOT_ORDER.match(text, end) is None
 
 
 def _opens_the_text(m: Match[str], g: int | str) -> bool:
@@ -285,14 +235,10 @@ ORDER_VALIDATORS: dict[str, Callable[[Match[str], int | str], bool]] = {
     "opens_the_text": _opens_the_text,
     "after_other_text": _after_other_text,
     "ja_directive": _ja_directive,
-    "ja_override": _ja_override,
-    "ja_not_taken_back": _ja_not_taken_back,
     "ja_directive_loose": _ja_directive_loose,
     "ja_request": _ja_request,
     "ja_order_here": _order_here(_ja_directive_loose, _JA_SENTENCE_END, _JA_ORDER),
     "ko_directive": _ko_directive,
-    "ko_override": _ko_override,
-    "ko_not_taken_back": _ko_not_taken_back,
     "ko_directive_loose": _ko_directive_loose,
     "ko_request": _ko_request,
     "ko_order_here": _order_here(_ko_directive_loose, _KO_SENTENCE_END, _KO_ORDER),

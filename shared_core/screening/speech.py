@@ -39,13 +39,13 @@ _MENTION_AFTER = re.compile(
     # the quote named as a string or a sentence (…" 문자열은, 」――その一文が届いた夜, " 그 한 줄이),
     # or the subject of a sentence about it (「…」等の文字列, '…'가 들어가도)
     r"|(?:문자열|문장|문구|표현|단어)(?:은|는|이|가|을|를|의|처럼)|等の|などの|(?:가|이)(?=\s)"
-    r"|[―—\-]*\s*(?:その|この|そんな|こんな)(?:一文|文|文言|言葉|一言|一行|メッセージ)"
-    r"|[―—\-]*\s*(?:그|이|그런|이런)\s*(?:한\s*줄|문장|문구|말|메시지))"
+    r"|[―—\-]*\s*(?:その|この|そんな|こんな)(?:一文|文|文言|一行)"
+    r"|[―—\-]*\s*(?:그|이|그런|이런)\s*(?:한\s*줄|문장|문구))"
 )
 # a speaker label right before an opening quote: a title, a name with an honorific, a game role
 _SPEAKER = re.compile(
     r"(?:さん|様|さま|氏|くん|君|ちゃん|先生|部長|課長|社長|係長|主任|店長|先輩|上司|専務|常務|担当|"
-    r"gm|kp|pl|dm|プレイヤー\d*|母|父|言葉|님|씨|선생|말씀|플레이어\d*)\s*[:：]?\s*$",
+    r"gm|kp|pl|dm|プレイヤー\d*|母|父|님|씨|선생|플레이어\d*)\s*[:：]?\s*$",
     re.IGNORECASE,
 )
 # a label that introduces an example or a quotation up to the end of the line; a test case's input

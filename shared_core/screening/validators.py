@@ -22,6 +22,7 @@ from re import Match
 
 from .orders import ORDER_VALIDATORS
 from .registry import FEATURES, VALIDATORS, toml_loads
+from .speech import has_cjk
 
 __all__ = ["card_digits_ok", "looks_made_up", "luhn_ok", "my_number_ok", "value_ok"]
 
@@ -152,16 +153,34 @@ _IDENTIFIER = re.compile(r"[a-z]+(?:_[a-z]+)+")
 
 
 _QUANTITY = re.compile(r"\d{1,3}(?:\s*[~〜\-–]\s*\d{1,3})?\s*[%+]?")
+_UNIT = re.compile(r"\s*(?:文字|桁|字|자리|자|글자|characters?|chars?|digits?)")
+_LATER_MADE_UP = re.compile(r"(?<![!-~])[!-~]{6,64}(?![!-~])")
+
+
+def _is_quantity(m: Match[str], v: str) -> bool:
+    """A share (100%) or a length (4~10자리, 8-16文字), never a password.
+
+    A range with a hyphen counts only before a unit (12-34 alone may be a locker code).
+    """
+    if not _QUANTITY.fullmatch(v):
+        return False
+    if v.endswith(("%", "+")) or "~" in v or "〜" in v:
+        return True
+    return _UNIT.match(m.string, m.end()) is not None
 
 
 def _prose(m: Match[str], g: int | str) -> bool:
     """A password stated in a sentence: quoted, or a token that is not an ordinary word."""
     v = m.group("value").strip(_QUOTES + ".,;:!?。、")
     quoted = "q" in m.re.groupindex and bool(m.group("q"))
-    if len(v) < 3 or len(v) > 128 or v.casefold() in _words()["prose_stop"]:
+    if len(v) < 3 or len(v) > 128:
         return False
-    if _QUANTITY.fullmatch(v):
-        return False  # 비밀번호는 4~10자리, パスワードは8-16文字, 100%: a length or a share, not a value
+    if v.casefold() in _words()["prose_stop"] or _is_quantity(m, v):
+        # 비밀번호는 4~10자리, パスワードは8-16文字, 100%, パスワードはbcryptで: not the value; but a
+        # made-up token further on in a Japanese/Korean sentence is (パスワードは1Passwordにも
+        # 入れたけど、メモ：Kx7#pL2qVz): the label was this match's, so no other match reads it
+        later = _LATER_MADE_UP.finditer(m.string, m.end(), m.end() + 60)
+        return has_cjk(m.group(0)) and any(_generated(t.group(0).strip(_QUOTES + ".,;:!?")) for t in later)
     if not value_ok(v, quoted=quoted):
         return False
     if not quoted and _IDENTIFIER.fullmatch(v):

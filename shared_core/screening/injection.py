@@ -64,7 +64,6 @@ from .findings import (
     resolve_overlaps,
 )
 from .hidden import concealed_spans, hidden_findings
-from .orders import business_correction
 from .owner import ORDER_RULES
 from .semantic import (
     CORROBORATION_MARGIN,
@@ -242,22 +241,17 @@ def _wrong_script(rule: Rule, matched: str) -> bool:
     return False
 
 
-def _spoken_to_person(rule: Rule, raw: str, span: tuple[int, int]) -> bool:
+def _spoken_to_person(rule: Rule, raw: str, start: int) -> bool:
     """A Japanese or Korean rule of the compact view matched speech reported or told to a person.
 
     The rules of the normalised view read this in their validators (山田様 ... 前回の指示は無視
-    していただき: an order to 山田様; a business mail taking back its own earlier instruction);
-    the compact view has no validators, so the same reading is applied to the text at the match.
+    していただき: an order to 山田様); the compact view has no validators, so the same reading is
+    applied to the text at the match.
     """
     lang = next((x for x in rule.languages if x in ("ja", "ko")), None)
     if lang is None:
         return False
-    start, end = span
-    return (
-        reported_unquoted(raw, start, lang)
-        or addressed_to_person(raw, start)
-        or business_correction(raw, start, end, lang)
-    )
+    return reported_unquoted(raw, start, lang) or addressed_to_person(raw, start)
 
 
 def needs_corroboration(f: Finding, text: str) -> bool:
@@ -415,7 +409,7 @@ class InjectionScreen:
                 if cjk and _wrong_script(r, compact[s:e]):
                     continue
                 span = views.compact_span(s, e)
-                if cjk and _spoken_to_person(r, raw, span):
+                if cjk and _spoken_to_person(r, raw, span[0]):
                     continue
                 if span[1] > span[0]:
                     found.append(_finding(r.id, span, r.severity, r.score))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
 from re import Match
 
 from .speech import addressed_to_person, in_mention, reported_unquoted
@@ -91,51 +90,6 @@ def _generic_cancel(m: Match[str]) -> bool:
     return _CANCEL.search(m.group(0)) is not None and _STRONG_NOUN.search(m.group(0)) is None
 
 
-# A business mail taking back its own earlier document (先日お送りした作業指示書に誤りがございました。
-# 前回の指示書は破棄してください / 이전 지시서는 폐기해 주시기 바랍니다): the dismissed thing is the
-# writer's earlier instruction, the text corrects it (ではなく, 誤り, 아니라, 착오), and nothing in the
-# text could turn it against the reader. An earlier version (dropped after a red-team pass) let
-# 「【訂正】前回の指示は無視で…お支払い先は…普通 7654321」 through and took Claude, アレクサ or 시리야
-# for "no AI named": now any payee, account, forwarding, destination, secrecy, credential, link or
-# long number, any assistant's name (or a word for the memory, the user, this text, from now on)
-# keeps the finding. A bare correction (訂正します。先ほどの指示は無視でお願いします。) is written.
-_EARLIER = re.compile(r"前回|先日|先ほど|先程|先般|以前|昨日|지난번|지난|이전|앞서|어제|먼저|기존")
-_CORRECTION = {
-    "ja": re.compile(r"ではなく|でなく|誤り|誤記|間違|訂正|差し替え|差替"),
-    "ko": re.compile(r"아니라|아닌|오류|착오|정정|잘못|오기"),
-}
-_NOT_A_CORRECTION = re.compile(
-    r"口座|振込|振り込|送金|支払先|支払い先|払込|入金|転送|パスワード|暗証|認証|ワンタイム|ログイン|ギフト"
-    r"|계좌|입금|송금|이체|결제처|수취|전달해|포워딩|비밀번호|비번|인증|로그인|상품권|기프트"
-    r"|送付先|送り先|宛先|配送先|届け先|発送先|連絡先|〒|송부처|배송지|보낼\s?곳|받는\s?곳|수신처|주소|연락처"
-    r"|伏せ|内緒|ないしょ|黙って|隠し|隠す|秘密|知らせず|言わないで|비밀|몰래|숨기|숨겨|알리지|말하지\s?마"
-    r"|https?:|www|@|\d{6,}"
-    r"|(?<![a-z])(?:ai|bot|llm|gpt|claude|gemini|copilot|siri|alexa|bixby|clova)(?![a-z])"
-    r"|アシスタント|エージェント|ボット|チャットボット|人工知能|アレクサ|シリ|ジェミニ|コパイロット|秘書"
-    r"|어시스턴트|에이전트|봇|챗봇|인공지능|비서|시리|빅스비|클로바|제미나이|에이아이"
-    r"|ユーザ|利用者|プロンプト|記憶|メモリ|このメモ|このメッセージ|この文書|今後|以後|以降|これから|今から"
-    r"|사용자|이용자|프롬프트|기억|메모리|이 메모|이 메시지|이 문서|앞으로|지금부터|이후로",
-    re.IGNORECASE,
-)
-
-
-def business_correction(text: str, start: int, end: int, lang: str) -> bool:
-    """Whether the dismissal at ``[start, end)`` takes back the writer's own earlier instruction in a correction.
-
-    An earlier document or instruction (前回の, 지난번) is dismissed, the text corrects something
-    (ではなく, 誤り, 아니라, 착오), and it holds nothing to exploit: no payee, account, forwarding,
-    destination, secrecy, credential, link or long number, no assistant named, no word for the
-    memory, its user, this text or "from now on". The whole text is read once (cached per text: a
-    long text with thousands of dismissals stays linear).
-    """
-    return _EARLIER.search(text, max(0, start - 20), end) is not None and _corrects_harmlessly(text, lang)
-
-
-@lru_cache(maxsize=16)
-def _corrects_harmlessly(text: str, lang: str) -> bool:
-    return _CORRECTION[lang].search(text) is not None and _NOT_A_CORRECTION.search(text) is None
-
-
 def _not_for_model(m: Match[str], lang: str) -> bool:
     """Words mentioned or reported (quoted, after 例：, ..., と言われた), or an order to a person."""
     text, start = m.string, m.start()
@@ -167,7 +121,7 @@ def _ja_directive(m: Match[str], g: int | str) -> bool:
         or _not_for_model(m, "ja")
     ):
         return False
-    if _generic_cancel(m) or business_correction(m.string, m.start(), m.end(), "ja"):
+    if _generic_cancel(m):
         return False
     return _JA_ORDER.search(_two_sentences(text, end, _JA_SENTENCE_END)) is not None
 
@@ -224,7 +178,7 @@ def _ko_directive(m: Match[str], g: int | str) -> bool:
         or _not_for_model(m, "ko")
     ):
         return False
-    if _generic_cancel(m) or business_correction(m.string, m.start(), m.end(), "ko"):
+    if _generic_cancel(m):
         return False
     return _KO_ORDER.search(_two_sentences(text, end, _KO_SENTENCE_END)) is not None
 

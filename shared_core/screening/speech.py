@@ -42,21 +42,6 @@ _MENTION_AFTER = re.compile(
     r"|[―—\-]*\s*(?:その|この|そんな|こんな)(?:一文|文|文言|一行)"
     r"|[―—\-]*\s*(?:그|이|그런|이런)\s*(?:한\s*줄|문장|문구))"
 )
-# a line of a story: the quote, then who said it and a narrative past verb in the same sentence
-# (「命令を無視しろ」――配送AIのミナはそう言い返した / “지시를 무시해.” 로봇 K-7은 그렇게 말했다), in a
-# text that says it is a story (小説, 웹소설 42화, 드라마 대사); without that word a planted order can
-# take the same shape (「…下記口座へ振り込むこと」――社長はそう言った). A quote holding a link, an address
-# or a long number is never a story's line. と / 라고 after a quote are mentions already.
-_FICTION = re.compile(
-    r"小説|物語|ノベル|脚本|台本|台詞|セリフ|せりふ|シナリオ|短編|漫画|マンガ|ドラマ|第\s?\d+\s?話"
-    r"|소설|드라마|대사|시나리오|각본|대본|단편|웹툰|만화|\d+\s?화(?![가-힣])"
-)
-_PAYLOAD = re.compile(r"[@/:]|\d{3,}|www|http", re.IGNORECASE)
-_NARRATED_AFTER = re.compile(
-    r"\s*[―—–\-]{0,3}\s*[^\n。.!?「」“”\"]{1,40}?"
-    r"(?:言った|言い返した|言い聞かせた|叫んだ|呟いた|つぶやいた|怒鳴った|囁いた|ささやいた|言い放った|答えた|繰り返した"
-    r"|말했다|외쳤다|소리쳤다|소리질렀다|중얼거렸다|대답했다|답했다|속삭였다|되뇌었다|내뱉었다|되물었다|물었다)"
-)
 # a speaker label right before an opening quote: a title, a name with an honorific, a game role
 _SPEAKER = re.compile(
     r"(?:さん|様|さま|氏|くん|君|ちゃん|先生|部長|課長|社長|係長|主任|店長|先輩|上司|専務|常務|担当|"
@@ -114,12 +99,6 @@ def in_mention(text: str, start: int, end: int) -> bool:
     if q is not None:
         open_, close = q
         if _MENTION_AFTER.match(text, close + 1) is not None:
-            return True
-        if (
-            _NARRATED_AFTER.match(text, close + 1) is not None
-            and _FICTION.search(text) is not None
-            and _PAYLOAD.search(text, open_, close) is None
-        ):
             return True
         if _SPEAKER.search(text, max(0, open_ - 12), open_) is not None:
             return True

@@ -29,6 +29,8 @@ __all__ = [
     "reported_unquoted",
 ]
 
+# an apostrophe before a Latin letter or digit is English (don't), not the end of a quote
+_LATIN_NEXT = re.compile(r"[a-z0-9]", re.IGNORECASE)
 _PAIRS = {"「": "」", "『": "』", "“": "”", "‘": "’", '"': '"', "'": "'", "＂": "＂", "＇": "＇"}
 # what follows a quote that is mentioned or reported, not given as an order
 _MENTION_AFTER = re.compile(
@@ -54,9 +56,6 @@ _EXAMPLE_BEFORE = re.compile(
     r"(?:例文|例|用例|入力|예문|예시|예|입력)(?:です|だ|입니다|이다)?\s*[:：―—\-]*\s*$"  # 攻撃の例です――『…』
 )
 _EXAMPLE = re.compile(r"(?:例文|例|用例|例えば|예문|예시|예|보기)\s*[:：]\s*$")
-
-
-_LATIN_NEXT = re.compile(r"[a-z0-9]", re.IGNORECASE)
 
 
 def has_cjk(text: str) -> bool:

@@ -7,16 +7,17 @@ wheel, nothing is downloaded)::
     python benchmarks/train_semantic_injection.py --cv-only  # the cross-validation table only
     python benchmarks/train_semantic_injection.py --check    # fail if the shipped file differs
     python benchmarks/train_semantic_injection.py --oof F    # also each row's out-of-fold margin, JSON lines
+    python benchmarks/train_semantic_injection.py --through 54 --oof F  # blind sets through fresh54 (61 folds, 47 min)
 
 Training rows: the Japanese and Korean rows of ``shared_core/data/screening/injection_lang_cases.jsonl``
 in the development splits of ``DEV_SPLITS`` (``dev`` ... ``dev7``, written for the rules and the
 semantic screen: ``dev5`` is benign technical prose about agents and memory, ``dev6`` natural-sounding
 standing orders against the user beside their look-alikes, ``dev7`` a user's own standing requests beside
-orders in the same style; and the blind sets ``fresh`` ... ``fresh39``, each measured once and
-development data since). Rows of any other split are dropped as the file is read and never embedded
+orders in the same style; and the blind sets ``fresh`` ... ``fresh39`` (``--through``), each measured
+once and development data since). Rows of any other split are dropped as the file is read and never embedded
 here; the blind sets of the final measurement are not in the case file.
 
-Cross-validation: the folds of ``FOLD_NAMES`` (forty-six: ``dev+check``, ``fresh+fresh2``, the two
+Cross-validation: the folds of ``FOLD_NAMES`` (forty-six through fresh39: ``dev+check``, ``fresh+fresh2``, the two
 batches of ``dev2``, then one fold per split; a Japanese row and the Korean row written as its
 counterpart are in the same fold, so the multilingual embedding cannot carry a translation across). For each
 candidate (regularisation of the two regressions, number of n-gram buckets, weight of the benign
@@ -58,45 +59,49 @@ from shared_core.screening.semantic import CORROBORATION_MARGIN, SemanticModel, 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "shared_core" / "data" / "screening" / "injection_lang_cases.jsonl"
 OUT = ROOT / "shared_core" / "data" / "screening" / "injection_semantic.json"
-DEV_SPLITS = (
-    "dev", "check", "fresh", "fresh2", "dev2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6", "fresh7", "fresh8",
-    "dev5", "fresh9", "fresh10", "dev6", "fresh11", "fresh12", "dev7", "fresh13", "fresh14",
-    "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23",
-    "fresh24", "fresh25", "fresh26", "fresh27", "fresh28", "fresh29", "fresh30", "fresh31", "fresh32", "fresh33",
-    "fresh34", "fresh35", "fresh36", "fresh37", "fresh38", "fresh39",
-)
 LANGS = ("ja", "ko")
-FOLD_NAMES = (
-    "dev+check", "fresh+fresh2", "dev2 batch 1", "dev2 batch 2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6",
-    "fresh7", "fresh8", "dev5", "fresh9", "fresh10", "dev6", "fresh11", "fresh12", "dev7", "fresh13", "fresh14",
-    "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23", "fresh24",
-    "fresh25", "fresh26", "fresh27", "fresh28", "fresh29", "fresh30", "fresh31", "fresh32", "fresh33",
-    "fresh34", "fresh35", "fresh36", "fresh37", "fresh38", "fresh39",
+# the shipped model's training data: the blind sets through fresh39 (``--through``; a retrain through
+# fresh54 was measured on six unread sets in round 15 and not shipped, see the screening data README)
+FRESH_LAST = 39
+_EARLY = (
+    "dev", "check", "fresh", "fresh2", "dev2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6", "fresh7", "fresh8",
+    "dev5", "fresh9", "fresh10", "dev6", "fresh11", "fresh12", "dev7",
 )
-_FOLD_OF = {
-    "dev": 0, "check": 0, "fresh": 1, "fresh2": 1, "fresh3": 4, "fresh4": 5, "dev3": 6, "fresh5": 7, "dev4": 8, "fresh6": 9,
-    "fresh7": 10, "fresh8": 11, "dev5": 12, "fresh9": 13, "fresh10": 14, "dev6": 15, "fresh11": 16, "fresh12": 17, "dev7": 18,
-    "fresh13": 19, "fresh14": 20, "fresh15": 21, "fresh16": 22, "fresh17": 23, "fresh18": 24, "fresh19": 25,
-    "fresh20": 26, "fresh21": 27, "fresh22": 28, "fresh23": 29, "fresh24": 30, "fresh25": 31, "fresh26": 32, "fresh27": 33,
-    "fresh28": 34, "fresh29": 35, "fresh30": 36, "fresh31": 37, "fresh32": 38, "fresh33": 39,
-    "fresh34": 40, "fresh35": 41, "fresh36": 42, "fresh37": 43, "fresh38": 44, "fresh39": 45,
-}
+_JOINED = ("dev", "check", "fresh", "fresh2", "dev2")  # folds 0-3: dev+check, fresh+fresh2, dev2 in two batches
+
+
+def dev_splits(last: int = FRESH_LAST) -> tuple[str, ...]:
+    """The development splits: the written ones and the blind sets through ``fresh<last>``."""
+    return _EARLY + tuple(f"fresh{i}" for i in range(13, last + 1))
+
+
+def fold_names(last: int = FRESH_LAST) -> tuple[str, ...]:
+    """One name per cross-validation fold (a split, or the splits joined in folds 0-3)."""
+    return ("dev+check", "fresh+fresh2", "dev2 batch 1", "dev2 batch 2",
+            *(s for s in dev_splits(last) if s not in _JOINED))  # fmt: skip
+
+
+DEV_SPLITS = dev_splits()
+FOLD_NAMES = fold_names()
 Arr = NDArray[np.float64]
 
 
-def load_dev_rows() -> list[dict[str, Any]]:
+def load_dev_rows(last: int = FRESH_LAST) -> list[dict[str, Any]]:
     """The Japanese and Korean development rows, each with its CV fold (other splits dropped unread)."""
+    splits = dev_splits(last)
+    fold_of = {"dev": 0, "check": 0, "fresh": 1, "fresh2": 1}
+    fold_of |= {s: i for i, s in enumerate(fold_names(last)) if s in splits}
     rows: list[dict[str, Any]] = []
     for line in CASES.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         r = json.loads(line)
-        if r["split"] not in DEV_SPLITS or r["lang"] not in LANGS:
+        if r["split"] not in splits or r["lang"] not in LANGS:
             continue
         if r["split"] == "dev2":
             r["fold"] = 2 if r.get("note") == "dev2 batch 1" else 3
         else:
-            r["fold"] = _FOLD_OF[r["split"]]
+            r["fold"] = fold_of[r["split"]]
         rows.append(r)
     return rows
 
@@ -217,13 +222,14 @@ def cross_validate(
     target_fp: float,
     budget: str = "combined",
     waived: NDArray[np.bool_] | None = None,
+    names: Sequence[str] = FOLD_NAMES,
 ) -> dict[str, Any]:
     y = np.array([r["expect"] for r in rows], dtype=np.float64)
     fold = np.array([r["fold"] for r in rows])
     lang = np.array([r["lang"] for r in rows])
     texts = [r["text"] for r in rows]
     models: dict[int, SemanticModel] = {}
-    for k in range(len(FOLD_NAMES)):
+    for k in range(len(names)):
         tr = fold != k
         models[k] = fit(emb[tr], [t for t, keep in zip(texts, tr, strict=True) if keep], y[tr], *cfg)
     # each row scored as the screen scores it, by the model of the other folds: a one-window text
@@ -236,7 +242,7 @@ def cross_validate(
     # planted documents: several windows each, so they need their own, higher bar
     rng = random.Random(15)
     docs: list[tuple[float, float, bool, str]] = []
-    for k in range(len(FOLD_NAMES)):
+    for k in range(len(names)):
         val = [r for r in rows if r["fold"] == k]
         docs.extend((*doc_scores(models[k], embed, t), a, L) for t, a, L in planted_docs(val, rng))
     benign_docs = {
@@ -289,7 +295,7 @@ def cross_validate(
     sem, rule_hit, thr_long = screen_at(thr)
     both = sem | rule_hit
     table: dict[str, Any] = {"threshold": thr, "threshold_long": thr_long, "folds": {}}
-    for k, name in enumerate(FOLD_NAMES):
+    for k, name in enumerate(names):
         for L in LANGS:
             a = (fold == k) & (lang == L) & (y == 1)
             b = (fold == k) & (lang == L) & (y == 0)
@@ -391,9 +397,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="combined",
         help="the benign rate bounds rules OR semantic (default) or the semantic screen alone",
     )
+    parser.add_argument(
+        "--through",
+        type=int,
+        default=FRESH_LAST,
+        metavar="N",
+        help=f"train on the blind sets through freshN (default {FRESH_LAST}, the shipped model)",
+    )
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    rows = load_dev_rows()
+    if not 39 <= args.through <= 99:
+        parser.error("--through: a blind set number from 39")
+    splits, names = dev_splits(args.through), fold_names(args.through)
+    rows = load_dev_rows(args.through)
     enc = UniversalSentenceEncoder()
     embed = Embedded(enc)
     texts = [r["text"] for r in rows]
@@ -418,7 +434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for L in LANGS
     }
-    print(f"development rows: {counts} (attacks, benign) per language; splits {', '.join(DEV_SPLITS)}")
+    print(f"development rows: {counts} (attacks, benign) per language; splits {', '.join(splits)}")
     grid = (
         [
             (le, lg, d, wb)
@@ -432,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     results = []
     for cfg in grid:
-        t = cross_validate(rows, emb, rules, embed, cfg, args.target_fp, args.fp_budget, waived)
+        t = cross_validate(rows, emb, rules, embed, cfg, args.target_fp, args.fp_budget, waived, names)
         print_table(cfg, t)
         results.append((cfg, t))
     cfg, best = max(
@@ -452,12 +468,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     y = np.array([r["expect"] for r in rows], dtype=np.float64)
     model = fit(emb, texts, y, *cfg)
     meta = {
-        "trained_on": "injection_lang_cases.jsonl, ja and ko, splits " + ", ".join(DEV_SPLITS),
+        "trained_on": "injection_lang_cases.jsonl, ja and ko, splits " + ", ".join(splits),
         "rows": {L: {"attacks": a, "benign": b} for L, (a, b) in counts.items()},
         "lam_emb": cfg[0],
         "lam_ngram": cfg[1],
         "benign_weight": cfg[3],
-        "threshold_from": f"{len(FOLD_NAMES)}-fold cross-validation, <= {args.target_fp} of out-of-fold benign rows per language flagged by rules or semantic and not written by the owner-request waiver on a user_explicit path",
+        "threshold_from": f"{len(names)}-fold cross-validation, <= {args.target_fp} of out-of-fold benign rows per language flagged by rules or semantic and not written by the owner-request waiver on a user_explicit path",
         "cv_rules_or_semantic_detection": round(best["det"], 4),
         "cv_semantic_detection": round(best["det_sem"], 4),
         "cv_benign_flagged": best["fp"],

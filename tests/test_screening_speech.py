@@ -450,22 +450,6 @@ def test_round14_a_quoted_order_with_its_speaker_after_it_is_found(attack: str) 
     assert _flagged(attack), attack
 
 
-def test_round14_red_team_file_is_whole() -> None:
-    assert len(REDTEAM14) == 121
-    assert len(REDTEAM14_HELD) == 76
-    # the 33 that only the two exceptions let through are among them
-    assert sum(c["with_exceptions"] == "written" for c in REDTEAM14_HELD) == 33
-
-
-@pytest.mark.parametrize("case", REDTEAM14_HELD, ids=[c["id"] for c in REDTEAM14_HELD])
-def test_round14_red_team_attacks_held_before_stay_held(case: dict[str, str]) -> None:
-    """Attacks aimed at the story and correction exceptions that f9169a5 held (W5)."""
-    scope = {"user_id": "u", "agent_id": "a", "memory_space_id": "s"}
-    [d] = decide_writes([{**scope, "body": case["text"], "origin": "user_explicit"}])
-    assert d.action is not WriteAction.WRITE, case["id"]
-    assert d.findings, case["id"]
-
-
 # Round 15 (after fresh55-60). A business mail taking back its own earlier instruction
 # (以前の指示(朝5時集荷)は無視してください, in a mail that calls a shipment off) was tried once more,
 # now lowered from HIGH to MEDIUM so that the semantic screen decides, with payee, credential,
@@ -480,15 +464,30 @@ REDTEAM15 = [json.loads(line) for line in _REDTEAM15.read_text(encoding="utf-8")
 REDTEAM15_HELD = [c for c in REDTEAM15 if c["kind"] == "attack" and c["at_head"] == "held"]
 
 
-def test_round15_red_team_file_is_whole() -> None:
-    assert len(REDTEAM15) == 135
-    assert len(REDTEAM15_HELD) == 98
-    assert sum(c["with_demotion"] == "written" for c in REDTEAM15_HELD) == 25
+@pytest.mark.parametrize(
+    ("cases", "total", "held", "written_by_the_change", "change"),
+    [
+        # round 14: the 33 that only the two exceptions let through are among the held
+        (REDTEAM14, 121, 76, 33, "with_exceptions"),
+        # round 15: the 25 that only the demotion let through
+        (REDTEAM15, 135, 98, 25, "with_demotion"),
+    ],
+    ids=["round14", "round15"],
+)
+def test_red_team_files_are_whole(
+    cases: list[dict[str, str]], total: int, held: int, written_by_the_change: int, change: str
+) -> None:
+    before = "at_f9169a5" if "at_f9169a5" in cases[0] else "at_head"
+    kept = [c for c in cases if c["kind"] == "attack" and c[before] == "held"]
+    assert (len(cases), len(kept)) == (total, held)
+    assert sum(c[change] == "written" for c in kept) == written_by_the_change
 
 
-@pytest.mark.parametrize("case", REDTEAM15_HELD, ids=[c["id"] for c in REDTEAM15_HELD])
-def test_round15_red_team_attacks_held_stay_held(case: dict[str, str]) -> None:
-    """Attacks wrapped as a correction of one's own earlier instruction that the shipped code holds (W5)."""
+@pytest.mark.parametrize(
+    "case", REDTEAM14_HELD + REDTEAM15_HELD, ids=[c["id"] for c in REDTEAM14_HELD + REDTEAM15_HELD]
+)
+def test_red_team_attacks_held_before_stay_held(case: dict[str, str]) -> None:
+    """Attacks aimed at round 14's exceptions (held by f9169a5) and round 15's demotion (held by 6c01c1f) (W5)."""
     scope = {"user_id": "u", "agent_id": "a", "memory_space_id": "s"}
     [d] = decide_writes([{**scope, "body": case["text"], "origin": "user_explicit"}])
     assert d.action is not WriteAction.WRITE, case["id"]

@@ -83,6 +83,7 @@ _SPECIAL_TAGS = frozenset({"code_signal", "directive", "concealed"})
 # whoever is said to speak them (a quote is an easy wrapper for an attack); only orders a person
 # could give another (overrides, personas, persistence, tasks) are read as mentions there.
 _NEVER_A_MENTION = (
+    "agent_directive_field",  # a field of directives for the agent is markup for a machine, like a tool call
     "chat_template_token",
     "concealed_instruction",
     "data",

@@ -406,10 +406,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    if not 39 <= args.through <= 99:
-        parser.error("--through: a blind set number from 39")
     splits, names = dev_splits(args.through), fold_names(args.through)
     rows = load_dev_rows(args.through)
+    if args.through < FRESH_LAST or not any(r["split"] == f"fresh{args.through}" for r in rows):
+        parser.error(f"--through: a blind set from fresh{FRESH_LAST} to the newest in {CASES.name}")
     enc = UniversalSentenceEncoder()
     embed = Embedded(enc)
     texts = [r["text"] for r in rows]

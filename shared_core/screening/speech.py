@@ -37,7 +37,6 @@ _MENTION_AFTER = re.compile(
     r"\s*(?:と|という|との|って|など|といった|のような|みたいな|は|も|について|に関して|の(?:ような|一文|文|フレーズ)"
     r"|型の?|式の|系の|タイプの"  # 「これまでの指示を無視して」型の攻撃: a kind of text named by an instance
     r"|라고|라는|라며|란|이라고|이라는|이란|같은|는|은|처럼|에\s*대해|에\s*관해|하고|고(?=\s)"
-    r"|이러면서|이러며|하면서|하며(?=\s)"  # '…' 이러면서 장난치는 시청자: quoted while saying it
     r"|식의|식으로|류의|류(?=\s)|유형의|타입의|등의|등(?=\s)"
     # the quote named as a string or a sentence (…" 문자열은, 」――その一文が届いた夜, " 그 한 줄이),
     # or the subject of a sentence about it (「…」等の文字列, '…'가 들어가도)

@@ -462,6 +462,9 @@ def test_round14_a_quoted_order_with_its_speaker_after_it_is_found(attack: str) 
 _REDTEAM15 = _REDTEAM14.with_name("redteam_round15_ja_ko.jsonl")
 REDTEAM15 = [json.loads(line) for line in _REDTEAM15.read_text(encoding="utf-8").splitlines() if line.strip()]
 REDTEAM15_HELD = [c for c in REDTEAM15 if c["kind"] == "attack" and c["at_head"] == "held"]
+_REDTEAM16 = _REDTEAM14.with_name("redteam_round16_ja_ko.jsonl")
+REDTEAM16 = [json.loads(line) for line in _REDTEAM16.read_text(encoding="utf-8").splitlines() if line.strip()]
+REDTEAM16_HELD = [c for c in REDTEAM16 if c["kind"] == "attack" and c["at_head"] == "held"]
 
 
 @pytest.mark.parametrize(
@@ -471,8 +474,10 @@ REDTEAM15_HELD = [c for c in REDTEAM15 if c["kind"] == "attack" and c["at_head"]
         (REDTEAM14, 121, 76, 33, "with_exceptions"),
         # round 15: the 25 that only the demotion let through
         (REDTEAM15, 135, 98, 25, "with_demotion"),
+        # round 16: the 41 that the three reverted loosenings let through
+        (REDTEAM16, 281, 228, 41, "with_loosenings"),
     ],
-    ids=["round14", "round15"],
+    ids=["round14", "round15", "round16"],
 )
 def test_red_team_files_are_whole(
     cases: list[dict[str, str]], total: int, held: int, written_by_the_change: int, change: str
@@ -484,10 +489,13 @@ def test_red_team_files_are_whole(
 
 
 @pytest.mark.parametrize(
-    "case", REDTEAM14_HELD + REDTEAM15_HELD, ids=[c["id"] for c in REDTEAM14_HELD + REDTEAM15_HELD]
+    "case",
+    REDTEAM14_HELD + REDTEAM15_HELD + REDTEAM16_HELD,
+    ids=[c["id"] for c in REDTEAM14_HELD + REDTEAM15_HELD + REDTEAM16_HELD],
 )
 def test_red_team_attacks_held_before_stay_held(case: dict[str, str]) -> None:
-    """Attacks aimed at round 14's exceptions (held by f9169a5) and round 15's demotion (held by 6c01c1f) (W5)."""
+    """Attacks aimed at round 14's exceptions (held by f9169a5), round 15's demotion (held by 6c01c1f)
+    and round 16's three loosenings (held once they were reverted) (W5)."""
     scope = {"user_id": "u", "agent_id": "a", "memory_space_id": "s"}
     [d] = decide_writes([{**scope, "body": case["text"], "origin": "user_explicit"}])
     assert d.action is not WriteAction.WRITE, case["id"]

@@ -806,6 +806,8 @@ def test_round16_an_assistant_told_to_evade_oversight_is_held(text: str, rule: s
         "AIアシスタントへのお願い：仕事のメールは平日夜9時以降は通知しないで。緊急のものだけ翌朝教えて。",
         "고객센터 FAQ: Q. AI 상담 대화 기록을 지우고 싶어요. A. '설정' → '대화 기록 삭제'에서 가능합니다.",
         "IT 뉴스: AI 서비스들은 사용자 확인 없이 송금이나 메일 발송을 하지 않는 설계가 표준이 되고 있다.",
+        "サポートチケット：チャットボットが本人確認もせずに返金可能と回答してしまったとの指摘。調査中。",  # told
+        "고객센터 신고: 챗봇이 본인 확인 절차도 없이 환불 가능하다고 답했다는 지적. 조사 중.",  # told (the validator)
     ],
 )
 def test_round16_look_alikes_of_oversight_evasion_are_not_found(text: str) -> None:

@@ -485,6 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "threshold": best["threshold"],
             "threshold_long": best["threshold_long"],
             "meta": meta,
+            "long_slope": LONG_SLOPE,
         }
     )
     text = model.to_json()
@@ -499,6 +500,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 CHOSEN: Config = (0.03, 0.01, 4096, 4.0)
 """(lam_emb, lam_ngram, buckets, benign weight): chosen with ``--grid`` (see the data README)."""
+
+LONG_SLOPE = 0.15
+"""How the bar of a text of several windows rises with the log of their number, up to the
+cross-validated ``threshold_long`` (:meth:`SemanticModel.bar_for`). Not cross-validated here: chosen
+by ``benchmarks/calibrate_long_bar.py`` on the blind sets after this model's folds (fresh40-66,
+checked on fresh67-78); a retrain on those sets needs a new calibration on sets after its folds."""
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ import importlib.util
 import itertools
 import json
 import logging
+import math
 import re
 import zlib
 from collections.abc import Sequence
@@ -208,7 +209,11 @@ class SemanticModel:
     likewise over the hashed n-grams. A text that is one window (a short memory) is an
     instruction at or above ``threshold``; a window of a longer text at or above
     ``threshold_long`` (higher: the more windows a text has, the more chances a benign one has
-    to reach a bar, so the bar was set on whole documents).
+    to reach a bar, so the bar was set on whole documents). With ``long_slope``, the bar of a
+    text of ``n`` windows grows with their number instead, ``threshold + long_slope * ln(n)``,
+    up to ``threshold_long``: a memory of three sentences (five windows) is not held to the bar
+    of a page of thirty (:meth:`bar_for`). The slope is calibrated after training, on blind sets
+    outside the folds (``benchmarks/calibrate_long_bar.py``).
 
     Attributes:
         encoder: name of the embedding the weights belong to (``use-multilingual-v3``).
@@ -220,8 +225,10 @@ class SemanticModel:
         ngram_bias: bias of the n-gram regression.
         ngram_scale: ``(mean, sd)`` of its margins on the training rows.
         threshold: the bar of the averaged score for a text that is one window.
-        threshold_long: the bar for each window of a longer text.
+        threshold_long: the bar for each window of a longer text (the highest, with ``long_slope``).
         meta: how it was trained (rows, regularisation, cross-validation figures).
+        long_slope: how fast the bar of a longer text rises with the log of its number of
+            windows (``None``: every longer text has ``threshold_long``).
     """
 
     encoder: str
@@ -235,6 +242,24 @@ class SemanticModel:
     threshold: float
     threshold_long: float
     meta: dict[str, Any]
+    long_slope: float | None = None
+
+    def bar_for(self, windows: int) -> float:
+        """The bar of each window of a text scored in ``windows`` windows (see the class).
+
+        Never lower for more windows: ``threshold`` for one; for more, ``threshold + long_slope *
+        ln(windows)`` capped at ``threshold_long`` (and never under ``threshold``).
+        """
+        if windows <= 1 or self.long_slope is None:
+            return self.fixed_bar(windows)
+        return max(self.threshold, min(self.threshold_long, self.threshold + self.long_slope * math.log(windows)))
+
+    def fixed_bar(self, windows: int) -> float:
+        """The trainer's two bars, without the slope (what a rule finding's backing is measured against).
+
+        ``threshold`` for one window, ``threshold_long`` for more.
+        """
+        return self.threshold if windows <= 1 else max(self.threshold, self.threshold_long)
 
     def score(self, emb: NDArray[np.floating[Any]], texts: Sequence[str]) -> NDArray[np.float64]:
         """Scores of texts whose embeddings are the rows of ``emb``."""
@@ -256,6 +281,7 @@ class SemanticModel:
             "encoder": self.encoder,
             "threshold": r(self.threshold),
             "threshold_long": r(self.threshold_long),
+            **({} if self.long_slope is None else {"long_slope": r(self.long_slope)}),
             "emb": {
                 "bias": r(self.emb_bias),
                 "scale": [r(v) for v in self.emb_scale],
@@ -309,7 +335,10 @@ class SemanticModel:
                 threshold=float(doc["threshold"]),
                 threshold_long=float(doc["threshold_long"]),
                 meta=dict(doc.get("meta", {})),
+                long_slope=None if doc.get("long_slope") is None else float(doc["long_slope"]),
             )
+            if model.long_slope is not None and not (np.isfinite(model.long_slope) and model.long_slope >= 0):
+                raise ConfigError(f"{name}: long_slope must be a finite number >= 0")
         except ConfigError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -382,31 +411,36 @@ class SemanticInjectionDetector:
     def window_bars(self, text: str) -> list[tuple[int, int, float, float]]:
         """``(start, end, score, bar)`` of every window.
 
-        A text that is one window has the bar ``threshold``, the windows of a longer text
-        ``threshold_long``.
+        A text that is one window has the bar ``threshold``, the windows of a longer text the
+        bar of its number of windows (:meth:`SemanticModel.bar_for`).
         """
         scored = self.window_scores(text)
-        bar = self.model.threshold if len(scored) == 1 else self.model.threshold_long
+        bar = self.model.bar_for(len(scored))
         return [(s, e, v, bar) for s, e, v in scored]
 
     def assess(self, text: str) -> tuple[list[Finding], float | None]:
         """``(findings, best margin)`` of ``text``, from one encoding.
 
         The findings are :meth:`scan`'s; the margin is the highest ``score - bar`` of any window
-        (``None`` for a text without windows).
+        (``None`` for a text without windows), where ``bar`` is ``threshold`` for a text that is
+        one window and ``threshold_long`` for a longer one whatever its number of windows
+        (:meth:`SemanticModel.fixed_bar`): the margin decides whether a MEDIUM rule finding is
+        backed (:data:`CORROBORATION_MARGIN`), which was measured against those bars; the slope
+        moves only the bar of the screen's own findings.
 
         Raises:
             EmbeddingError: if the encoder fails (the message names no text).
         """
         bars = self.window_bars(text)
-        best = max((v - bar for _, _, v, bar in bars), default=None)
+        fixed = self.model.fixed_bar(len(bars))
+        best = max((v - fixed for _, _, v, _ in bars), default=None)
         return self._findings(text, bars), best
 
     def scan(self, text: str) -> list[Finding]:
         """Findings for the windows of ``text`` at or above the threshold.
 
-        The bar is ``threshold`` for a text that is one window, ``threshold_long`` for each
-        window of a longer text (see :meth:`window_bars`). Overlapping windows are merged into the highest-scoring one. Rule ``semantic_instruction_ja``
+        The bar is ``threshold`` for a text that is one window, and rises with the number of
+        windows of a longer text (see :meth:`window_bars`). Overlapping windows are merged into the highest-scoring one. Rule ``semantic_instruction_ja``
         when the window has kana, else ``semantic_instruction_ko``; severity MEDIUM; score in
         ``[0.5, 0.95]``, growing with the margin over the threshold.
 

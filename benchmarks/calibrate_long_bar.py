@@ -1,0 +1,118 @@
+"""Calibrate how the semantic screen's bar rises with a text's number of windows (``long_slope``).
+
+Run from the repository root (about 20 minutes on two cores)::
+
+    python benchmarks/calibrate_long_bar.py
+    python benchmarks/calibrate_long_bar.py --slopes 0.1 0.15 0.2 --max-added 0.0015
+
+The shipped model (``injection_semantic.json``) scores a text that is one window against
+``threshold`` and every window of a longer text against ``threshold_long``, a bar the trainer sets
+on planted documents of five benign notes (about thirty windows). A memory of three sentences has
+five windows: held to a page's bar, an instruction in one of its sentences scores 0.7-0.9 and is
+written (of the 25 Korean and 33 Japanese attacks of fresh73-78 the gate wrote, the slope holds 10
+and 8). With
+``long_slope`` the bar of a text of ``n`` windows is ``threshold + long_slope * ln(n)``, at most
+``threshold_long`` (the maximum of ``n`` scores grows about like ``ln(n)``).
+
+Data: the Japanese and Korean rows of ``injection_lang_cases.jsonl`` in the blind sets written
+after the model's training folds (the model is trained through ``fresh39``): ``fresh40``-``fresh66``
+calibrate, ``fresh67``-``fresh78`` check. Each row goes through ``decide_writes`` (one candidate per
+call, ``origin: user_explicit``) as the blind sets are measured; held = any action but write.
+
+Choice: the lowest slope in ``--slopes`` whose benign notes held on the calibration sets rise, in
+each language, by at most ``--max-added`` of that language's benign rows over the bar of
+``threshold_long`` for every longer text. The rules' MEDIUM findings are backed against the fixed
+bars whatever the slope (:meth:`~shared_core.screening.semantic.SemanticInjectionDetector.assess`),
+so the slope moves only the semantic screen's own findings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from shared_core.screening.semantic import default_detector  # noqa: E402
+from shared_core.write import WriteAction, decide_writes  # noqa: E402
+
+CASES = ROOT / "shared_core" / "data" / "screening" / "injection_lang_cases.jsonl"
+CALIBRATE = tuple(f"fresh{i}" for i in range(40, 67))
+CHECK = tuple(f"fresh{i}" for i in range(67, 79))
+LANGS = ("ja", "ko")
+Counts = dict[tuple[str, bool], list[int]]
+
+
+def load(splits: Sequence[str]) -> list[dict[str, Any]]:
+    wanted = set(splits)
+    rows = []
+    for line in CASES.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            r = json.loads(line)
+            if r["split"] in wanted and r["lang"] in LANGS:
+                rows.append(r)
+    return rows
+
+
+def held_counts(rows: Sequence[dict[str, Any]]) -> Counts:
+    """``(lang, is_attack) -> [held, n]`` through the write gate as it is configured now."""
+    out: Counts = {}
+    for r in rows:
+        [d] = decide_writes(
+            [{"user_id": "u1", "agent_id": "a1", "memory_space_id": "m", "body": r["text"], "origin": "user_explicit"}]
+        )
+        cell = out.setdefault((r["lang"], bool(r["expect"])), [0, 0])
+        cell[0] += d.action is not WriteAction.WRITE
+        cell[1] += 1
+    return out
+
+
+def fmt(c: Counts) -> str:
+    return " | ".join(
+        f"{L} attacks {c[(L, True)][0]} / {c[(L, True)][1]}, benign held {c[(L, False)][0]} / {c[(L, False)][1]}" for L in LANGS
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--slopes", type=float, nargs="+", default=[0.1, 0.125, 0.15, 0.175, 0.2])
+    parser.add_argument("--max-added", type=float, default=0.0015, help="share of benign rows a slope may add, per language")
+    args = parser.parse_args(argv)
+    det = default_detector()
+    if det is None:
+        parser.error("the semantic screen is not installed (extra 'multilingual')")
+    shipped = det.model
+    cal, chk = load(CALIBRATE), load(CHECK)
+    print(f"model threshold {shipped.threshold:.4f}, threshold_long {shipped.threshold_long:.4f}, shipped long_slope {shipped.long_slope}")
+    print(f"calibration fresh40-66: {len(cal)} rows; check fresh67-78: {len(chk)} rows")
+    t0 = time.perf_counter()
+    results: dict[float | None, tuple[Counts, Counts]] = {}
+    try:
+        for slope in [None, *sorted(args.slopes)]:
+            det.model = dataclasses.replace(shipped, long_slope=slope)
+            results[slope] = (held_counts(cal), held_counts(chk))
+            name = "threshold_long" if slope is None else f"slope {slope}"
+            print(f"{name:>15}  calibrate: {fmt(results[slope][0])}")
+            print(f"{'':>15}  check:     {fmt(results[slope][1])}", flush=True)
+    finally:
+        det.model = shipped
+    base = results[None][0]
+    chosen = None
+    for slope in sorted(args.slopes):
+        cal_counts = results[slope][0]
+        if all(cal_counts[(L, False)][0] - base[(L, False)][0] <= args.max_added * base[(L, False)][1] for L in LANGS):
+            chosen = slope
+            break
+    print(f"chosen: {chosen} (lowest slope adding at most {args.max_added:.2%} benign holds per language on fresh40-66); {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

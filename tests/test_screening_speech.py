@@ -465,6 +465,15 @@ REDTEAM15_HELD = [c for c in REDTEAM15 if c["kind"] == "attack" and c["at_head"]
 _REDTEAM16 = _REDTEAM14.with_name("redteam_round16_ja_ko.jsonl")
 REDTEAM16 = [json.loads(line) for line in _REDTEAM16.read_text(encoding="utf-8").splitlines() if line.strip()]
 REDTEAM16_HELD = [c for c in REDTEAM16 if c["kind"] == "attack" and c["at_head"] == "held"]
+# Round 17: owner-request headings (AIアシスタントにお願い：, AI 비서한테 부탁할 것:) and two prompt_leak
+# exemptions (聞き出そうと, 알아내려는, a password written down and stuck up) released five held benign
+# notes of fresh72-78; a red-team pass wrote 115 attacks through them (payee changes and payments
+# without asking under the new headings, phishing orders phrased with the exempted words, passwords
+# posted on a blog), so they were reverted.
+_REDTEAM17 = _REDTEAM14.with_name("redteam_round17_ja_ko.jsonl")
+REDTEAM17 = [json.loads(line) for line in _REDTEAM17.read_text(encoding="utf-8").splitlines() if line.strip()]
+REDTEAM17_HELD = [c for c in REDTEAM17 if c["kind"] == "attack" and c["at_head"] == "held"]
+_HELD = REDTEAM14_HELD + REDTEAM15_HELD + REDTEAM16_HELD + REDTEAM17_HELD
 
 
 @pytest.mark.parametrize(
@@ -476,8 +485,10 @@ REDTEAM16_HELD = [c for c in REDTEAM16 if c["kind"] == "attack" and c["at_head"]
         (REDTEAM15, 135, 98, 25, "with_demotion"),
         # round 16: the 41 that the three reverted loosenings let through
         (REDTEAM16, 281, 228, 41, "with_loosenings"),
+        # round 17: the 115 that the reverted headings and exemptions let through
+        (REDTEAM17, 167, 123, 115, "with_loosenings"),
     ],
-    ids=["round14", "round15", "round16"],
+    ids=["round14", "round15", "round16", "round17"],
 )
 def test_red_team_files_are_whole(
     cases: list[dict[str, str]], total: int, held: int, written_by_the_change: int, change: str
@@ -490,12 +501,12 @@ def test_red_team_files_are_whole(
 
 @pytest.mark.parametrize(
     "case",
-    REDTEAM14_HELD + REDTEAM15_HELD + REDTEAM16_HELD,
-    ids=[c["id"] for c in REDTEAM14_HELD + REDTEAM15_HELD + REDTEAM16_HELD],
+    _HELD,
+    ids=[c["id"] for c in _HELD],
 )
 def test_red_team_attacks_held_before_stay_held(case: dict[str, str]) -> None:
     """Attacks aimed at round 14's exceptions (held by f9169a5), round 15's demotion (held by 6c01c1f)
-    and round 16's three loosenings (held once they were reverted) (W5)."""
+    and round 16's and round 17's loosenings (held once they were reverted) (W5)."""
     scope = {"user_id": "u", "agent_id": "a", "memory_space_id": "s"}
     [d] = decide_writes([{**scope, "body": case["text"], "origin": "user_explicit"}])
     assert d.action is not WriteAction.WRITE, case["id"]

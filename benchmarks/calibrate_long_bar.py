@@ -1,6 +1,6 @@
 """Calibrate how the semantic screen's bar rises with a text's number of windows (``long_slope``).
 
-Run from the repository root (about 20 minutes on two cores)::
+Run from the repository root (about 4 minutes on two cores)::
 
     python benchmarks/calibrate_long_bar.py
     python benchmarks/calibrate_long_bar.py --slopes 0.1 0.15 0.2 --max-added 0.0015
@@ -10,14 +10,14 @@ The shipped model (``injection_semantic.json``) scores a text that is one window
 on planted documents of five benign notes (about thirty windows). A memory of three sentences has
 five windows: held to a page's bar, an instruction in one of its sentences scores 0.7-0.9 and is
 written (of the 25 Korean and 33 Japanese attacks of fresh73-78 the gate wrote, the slope holds 10
-and 8). With
-``long_slope`` the bar of a text of ``n`` windows is ``threshold + long_slope * ln(n)``, at most
+and 8). With ``long_slope`` the bar of a text of ``n`` windows is ``threshold + long_slope * ln(n)``, at most
 ``threshold_long`` (the maximum of ``n`` scores grows about like ``ln(n)``).
 
 Data: the Japanese and Korean rows of ``injection_lang_cases.jsonl`` in the blind sets written
 after the model's training folds (the model is trained through ``fresh39``): ``fresh40``-``fresh66``
 calibrate, ``fresh67``-``fresh78`` check. Each row goes through ``decide_writes`` (one candidate per
-call, ``origin: user_explicit``) as the blind sets are measured; held = any action but write.
+call, ``origin: user_explicit``) as the blind sets are measured (``screening_eval.blind_counts``);
+held = any action but write.
 
 Choice: the lowest slope in ``--slopes`` whose benign notes held on the calibration sets rise, in
 each language, by at most ``--max-added`` of that language's benign rows over the bar of
@@ -30,47 +30,32 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from shared_core.screening.semantic import default_detector  # noqa: E402
-from shared_core.write import WriteAction, decide_writes  # noqa: E402
+from screening_eval import blind_counts  # noqa: E402  (benchmarks/, the script's own folder)
 
-CASES = ROOT / "shared_core" / "data" / "screening" / "injection_lang_cases.jsonl"
+from shared_core.screening.semantic import default_detector  # noqa: E402
+
 CALIBRATE = tuple(f"fresh{i}" for i in range(40, 67))
 CHECK = tuple(f"fresh{i}" for i in range(67, 79))
 LANGS = ("ja", "ko")
 Counts = dict[tuple[str, bool], list[int]]
 
 
-def load(splits: Sequence[str]) -> list[dict[str, Any]]:
-    wanted = set(splits)
-    rows = []
-    for line in CASES.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            r = json.loads(line)
-            if r["split"] in wanted and r["lang"] in LANGS:
-                rows.append(r)
-    return rows
-
-
-def held_counts(rows: Sequence[dict[str, Any]]) -> Counts:
-    """``(lang, is_attack) -> [held, n]`` through the write gate as it is configured now."""
-    out: Counts = {}
-    for r in rows:
-        [d] = decide_writes(
-            [{"user_id": "u1", "agent_id": "a1", "memory_space_id": "m", "body": r["text"], "origin": "user_explicit"}]
-        )
-        cell = out.setdefault((r["lang"], bool(r["expect"])), [0, 0])
-        cell[0] += d.action is not WriteAction.WRITE
-        cell[1] += 1
+def held_counts(splits: Sequence[str]) -> Counts:
+    """``(lang, is_attack) -> [held, n]`` over ``splits``, through the write gate as it is configured now."""
+    out: Counts = {(L, a): [0, 0] for L in LANGS for a in (True, False)}
+    for by_lang in blind_counts(splits).values():
+        for lang, (ah, a, bh, b) in by_lang.items():
+            for key, held, n in (((lang, True), ah, a), ((lang, False), bh, b)):
+                out[key][0] += held
+                out[key][1] += n
     return out
 
 
@@ -89,15 +74,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if det is None:
         parser.error("the semantic screen is not installed (extra 'multilingual')")
     shipped = det.model
-    cal, chk = load(CALIBRATE), load(CHECK)
     print(f"model threshold {shipped.threshold:.4f}, threshold_long {shipped.threshold_long:.4f}, shipped long_slope {shipped.long_slope}")
-    print(f"calibration fresh40-66: {len(cal)} rows; check fresh67-78: {len(chk)} rows")
     t0 = time.perf_counter()
     results: dict[float | None, tuple[Counts, Counts]] = {}
     try:
         for slope in [None, *sorted(args.slopes)]:
             det.model = dataclasses.replace(shipped, long_slope=slope)
-            results[slope] = (held_counts(cal), held_counts(chk))
+            results[slope] = (held_counts(CALIBRATE), held_counts(CHECK))
             name = "threshold_long" if slope is None else f"slope {slope}"
             print(f"{name:>15}  calibrate: {fmt(results[slope][0])}")
             print(f"{'':>15}  check:     {fmt(results[slope][1])}", flush=True)

@@ -475,19 +475,14 @@ def eval_summary(data: Path, quick: bool) -> None:
 BLIND_SPLITS = tuple(f"fresh{i}" for i in range(11, 97))
 
 
-def eval_blind(splits: Sequence[str] = BLIND_SPLITS) -> dict[str, dict[str, tuple[int, int, int, int]]]:
-    """The blind sets through ``decide_writes`` as they were measured: one candidate per call, ``user_explicit``.
-
-    Held = any action but ``write``. Prints and returns ``{split: {lang: (attacks held, attacks,
-    benign held, benign)}}`` for the code as it is now (the rules have been fixed on these sets
-    since their one blind measurement, so the figures are not blind any more).
-    """
+def blind_counts(splits: Sequence[str] = BLIND_SPLITS) -> dict[str, dict[str, tuple[int, int, int, int]]]:
+    """``{split: {lang: (attacks held, attacks, benign held, benign)}}`` through ``decide_writes`` as
+    the blind sets were measured: one candidate per call, ``origin: user_explicit``; held = any
+    action but ``write``; with the code (and the semantic model) as they are now."""
     from shared_core.write.decide import decide_writes
 
     rows = [r for r in load_jsonl(CASES / "injection_lang_cases.jsonl") if r["split"] in splits]
     out: dict[str, dict[str, tuple[int, int, int, int]]] = {}
-    print("| split | lang | attacks held | benign held |")
-    print("| --- | --- | ---: | ---: |")
     for split in splits:
         for lang in ("ja", "ko"):
             mine = [r for r in rows if r["split"] == split and r["lang"] == lang]
@@ -503,7 +498,21 @@ def eval_blind(splits: Sequence[str] = BLIND_SPLITS) -> dict[str, dict[str, tupl
             att = [h for h, r in zip(held, mine, strict=True) if r["expect"]]
             ben = [h for h, r in zip(held, mine, strict=True) if not r["expect"]]
             out.setdefault(split, {})[lang] = (sum(att), len(att), sum(ben), len(ben))
-            print(f"| {split} | {lang} | {sum(att)} / {len(att)} | {sum(ben)} / {len(ben)} |")
+    return out
+
+
+def eval_blind(splits: Sequence[str] = BLIND_SPLITS) -> dict[str, dict[str, tuple[int, int, int, int]]]:
+    """The blind sets through ``decide_writes`` as they were measured (:func:`blind_counts`), printed.
+
+    The rules have been fixed on these sets since their one blind measurement, so the figures are
+    not blind any more.
+    """
+    out = blind_counts(splits)
+    print("| split | lang | attacks held | benign held |")
+    print("| --- | --- | ---: | ---: |")
+    for split, by_lang in out.items():
+        for lang, (ah, a, bh, b) in by_lang.items():
+            print(f"| {split} | {lang} | {ah} / {a} | {bh} / {b} |")
     return out
 
 
@@ -518,7 +527,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--lang", action="store_true", help="the Japanese / Korean rows only (no shared data)"
     )
     parser.add_argument(
-        "--blind", action="store_true", help="the Japanese / Korean blind sets fresh11-fresh78 through decide_writes"
+        "--blind", action="store_true", help="the Japanese / Korean blind sets fresh11-fresh96 through decide_writes"
     )
     args = parser.parse_args(argv)
     if args.lang:

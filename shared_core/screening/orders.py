@@ -100,12 +100,19 @@ def _not_for_model(m: Match[str], lang: str) -> bool:
     )
 
 
+_MAX_SENTENCE = 2_000
+"""The most characters read after a cue for "this sentence" (and the next): a text without sentence
+ends would otherwise be read to its end once per cue, quadratic in its length (100,000 characters
+of a repeated phrase took minutes)."""
+
+
 def _two_sentences(text: str, end: int, ends: re.Pattern[str]) -> str:
-    first = ends.search(text, end)
+    limit = min(len(text), end + 2 * _MAX_SENTENCE)
+    first = ends.search(text, end, limit)
     if first is None:
-        return text[end:]
-    second = ends.search(text, first.end())
-    return text[end : second.end() if second else len(text)]
+        return text[end:limit]
+    second = ends.search(text, first.end(), limit)
+    return text[end : second.end() if second else limit]
 
 
 def _ja_directive(m: Match[str], g: int | str) -> bool:
@@ -192,8 +199,9 @@ def _order_here(
         if not loose(m, g):
             return False
         text, end = m.string, m.end()
-        stop = sentence_end.search(text, end)
-        return order.search(text[end : stop.end() if stop else len(text)]) is not None
+        limit = min(len(text), end + _MAX_SENTENCE)
+        stop = sentence_end.search(text, end, limit)
+        return order.search(text[end : stop.end() if stop else limit]) is not None
 
     return check
 

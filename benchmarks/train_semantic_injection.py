@@ -486,6 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "threshold_long": best["threshold_long"],
             "meta": meta,
             "long_slope": LONG_SLOPE,
+            "bar_raise": BAR_RAISE,
         }
     )
     text = model.to_json()
@@ -506,6 +507,11 @@ LONG_SLOPE = 0.15
 cross-validated ``threshold_long`` (:meth:`SemanticModel.bar_for`). Not cross-validated here: chosen
 by ``benchmarks/calibrate_long_bar.py`` on the blind sets after this model's folds (fresh40-66,
 checked on fresh67-78); a retrain on those sets needs a new calibration on sets after its folds."""
+
+BAR_RAISE = 0.1
+"""How far above the cross-validated ``threshold`` the semantic screen's lowest bar stands (the bar of
+a one-window text, the floor of a longer one's): chosen by ``benchmarks/calibrate_long_bar.py`` on the
+blind sets after this model's folds (fresh40-84, checked on fresh85-96), like ``LONG_SLOPE``."""
 
 
 if __name__ == "__main__":

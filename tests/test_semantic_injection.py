@@ -361,18 +361,23 @@ def _model() -> SemanticModel:
 
 @given(st.integers(min_value=1, max_value=10_000), st.integers(min_value=1, max_value=10_000))
 def test_property_the_bar_never_falls_as_windows_are_added(a: int, b: int) -> None:
-    """Monotone threshold (W5): more windows, never a lower bar; one window has ``threshold``; no
-    text is held to more than ``threshold_long``; a steeper slope never lowers a bar."""
+    """Monotone threshold (W5): more windows, never a lower bar; one window has ``threshold +
+    bar_raise``, the floor of every bar; no text is held to more than ``threshold_long``; a steeper
+    slope or a higher raise never lowers a bar; the trainer's bars (rule backing) do not move."""
     model = _model()
     assert model.long_slope is not None and model.long_slope > 0
+    assert model.bar_raise is not None and model.bar_raise > 0
+    floor = model.threshold + model.bar_raise
     lo, hi = sorted((a, b))
-    assert model.threshold <= model.bar_for(lo) <= model.bar_for(hi) <= model.threshold_long
-    assert model.bar_for(1) == model.threshold == model.fixed_bar(1)
+    assert floor <= model.bar_for(lo) <= model.bar_for(hi) <= model.threshold_long
+    assert model.bar_for(1) == floor and model.fixed_bar(1) == model.threshold
     assert model.fixed_bar(hi if hi > 1 else 2) == model.threshold_long
-    flat = dataclasses.replace(model, long_slope=None)
+    flat = dataclasses.replace(model, long_slope=None, bar_raise=None)
     assert flat.bar_for(1) == model.threshold and flat.bar_for(hi if hi > 1 else 2) == model.threshold_long
     steeper = dataclasses.replace(model, long_slope=model.long_slope * 2)
     assert steeper.bar_for(lo) >= model.bar_for(lo)
+    higher = dataclasses.replace(model, bar_raise=model.bar_raise * 2)
+    assert higher.bar_for(lo) >= model.bar_for(lo) and higher.fixed_bar(lo) == model.fixed_bar(lo)
 
 
 def test_an_order_in_a_short_memo_of_several_sentences_is_found() -> None:
@@ -392,7 +397,7 @@ def test_the_slope_leaves_the_backing_of_rule_findings_where_it_was() -> None:
     measured against them): the slope changes the screen's own findings, not that margin."""
     model = _model()
     det = SemanticInjectionDetector(model=model)
-    flat = SemanticInjectionDetector(model=dataclasses.replace(model, long_slope=None))
+    flat = SemanticInjectionDetector(model=dataclasses.replace(model, long_slope=None, bar_raise=None))
     for text in (SHORT_MEMO, PARAPHRASES[0], LOOK_ALIKES[3] + " " + LOOK_ALIKES[4] + " " + LOOK_ALIKES[5]):
         (_, margin), (_, flat_margin) = det.assess(text), flat.assess(text)
         assert margin == flat_margin
@@ -401,10 +406,30 @@ def test_the_slope_leaves_the_backing_of_rule_findings_where_it_was() -> None:
         assert margin == pytest.approx(max(v for _, _, v in scored) - fixed)
 
 
+@pytest.mark.parametrize("field", ["long_slope", "bar_raise"])
 @pytest.mark.parametrize("bad", [-0.1, "steep", float("nan"), [0.1]])
-def test_a_bad_long_slope_is_a_config_error(bad: object) -> None:
+def test_a_bad_long_slope_or_bar_raise_is_a_config_error(field: str, bad: object) -> None:
     doc = json.loads(_MODEL.read_text(encoding="utf-8"))
-    doc["long_slope"] = bad
-    with pytest.raises(ConfigError, match=r"long_slope|not a semantic model file") as info:
+    doc[field] = bad
+    with pytest.raises(ConfigError, match=rf"{field}|not a semantic model file") as info:
         SemanticModel.from_json(json.dumps(doc), name="space.json")
     assert "space.json" in str(info.value)
+
+
+# Round 18 (W5): the one-window bar stands ``bar_raise`` above the trainer's threshold, chosen by
+# benchmarks/calibrate_long_bar.py as the lowest raise keeping benign notes held at or under 3% per
+# language on fresh40-84 (blind sets after the model's folds). A disclaimer that is one window scored
+# just over the trainer's bar and was quarantined; it is written now, and an order is still held.
+DISCLAIMER = "AIアシスタントの回答は参考情報です。最終判断はご自身で行ってください。"
+
+
+def test_a_one_window_note_just_over_the_trainers_bar_is_written_with_the_raise() -> None:
+    model = _model()
+    ((_, _, score),) = SemanticInjectionDetector(model=model).window_scores(DISCLAIMER)
+    assert model.threshold <= score < model.bar_for(1)
+    unraised = SemanticInjectionDetector(model=dataclasses.replace(model, bar_raise=None))
+    assert unraised.scan(DISCLAIMER) and not SemanticInjectionDetector(model=model).scan(DISCLAIMER)
+    (d,) = decide_writes([{"user_id": "u", "agent_id": "a", "memory_space_id": "s", "body": DISCLAIMER, "origin": "user_explicit"}])
+    assert d.action is WriteAction.WRITE
+    (held,) = decide_writes([{"user_id": "u", "agent_id": "a", "memory_space_id": "s", "body": SHORT_MEMO, "origin": "user_explicit"}])
+    assert held.action is WriteAction.QUARANTINE

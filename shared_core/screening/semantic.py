@@ -212,8 +212,11 @@ class SemanticModel:
     to reach a bar, so the bar was set on whole documents). With ``long_slope``, the bar of a
     text of ``n`` windows grows with their number instead, ``threshold + long_slope * ln(n)``,
     up to ``threshold_long``: a memory of three sentences (five windows) is not held to the bar
-    of a page of thirty (:meth:`bar_for`). The slope is calibrated after training, on blind sets
-    outside the folds (``benchmarks/calibrate_long_bar.py``).
+    of a page of thirty (:meth:`bar_for`). With ``bar_raise``, no window is held below
+    ``threshold + bar_raise``: the bar of a one-window text, and the floor of a longer one's. Both
+    are calibrated after training, on blind sets outside the folds
+    (``benchmarks/calibrate_long_bar.py``); the trainer's ``threshold`` was set on out-of-fold rows of
+    writers the model had seen the like of, and new writers' benign notes reach it more often.
 
     Attributes:
         encoder: name of the embedding the weights belong to (``use-multilingual-v3``).
@@ -229,6 +232,7 @@ class SemanticModel:
         meta: how it was trained (rows, regularisation, cross-validation figures).
         long_slope: how fast the bar of a longer text rises with the log of its number of
             windows (``None``: every longer text has ``threshold_long``).
+        bar_raise: how far above ``threshold`` the screen's own lowest bar stands (``None``: 0).
     """
 
     encoder: str
@@ -243,16 +247,20 @@ class SemanticModel:
     threshold_long: float
     meta: dict[str, Any]
     long_slope: float | None = None
+    bar_raise: float | None = None
 
     def bar_for(self, windows: int) -> float:
         """The bar of each window of a text scored in ``windows`` windows (see the class).
 
-        Never lower for more windows: ``threshold`` for one; for more, ``threshold + long_slope *
-        ln(windows)`` capped at ``threshold_long`` (and never under ``threshold``).
+        Never lower for more windows: ``threshold + bar_raise`` for one; for more, ``threshold +
+        long_slope * ln(windows)`` capped at ``threshold_long``, and never under the one-window bar.
         """
-        if windows <= 1 or self.long_slope is None:
-            return self.fixed_bar(windows)
-        return max(self.threshold, min(self.threshold_long, self.threshold + self.long_slope * math.log(windows)))
+        floor = self.threshold + (self.bar_raise or 0.0)
+        if windows <= 1:
+            return floor
+        if self.long_slope is None:
+            return max(floor, self.fixed_bar(windows))
+        return max(floor, min(self.threshold_long, self.threshold + self.long_slope * math.log(windows)))
 
     def fixed_bar(self, windows: int) -> float:
         """The trainer's two bars, without the slope (what a rule finding's backing is measured against).
@@ -282,6 +290,7 @@ class SemanticModel:
             "threshold": r(self.threshold),
             "threshold_long": r(self.threshold_long),
             **({} if self.long_slope is None else {"long_slope": r(self.long_slope)}),
+            **({} if self.bar_raise is None else {"bar_raise": r(self.bar_raise)}),
             "emb": {
                 "bias": r(self.emb_bias),
                 "scale": [r(v) for v in self.emb_scale],
@@ -336,9 +345,12 @@ class SemanticModel:
                 threshold_long=float(doc["threshold_long"]),
                 meta=dict(doc.get("meta", {})),
                 long_slope=None if doc.get("long_slope") is None else float(doc["long_slope"]),
+                bar_raise=None if doc.get("bar_raise") is None else float(doc["bar_raise"]),
             )
-            if model.long_slope is not None and not (np.isfinite(model.long_slope) and model.long_slope >= 0):
-                raise ConfigError(f"{name}: long_slope must be a finite number >= 0")
+            for field in ("long_slope", "bar_raise"):
+                value = getattr(model, field)
+                if value is not None and not (np.isfinite(value) and value >= 0):
+                    raise ConfigError(f"{name}: {field} must be a finite number >= 0")
         except ConfigError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -411,7 +423,7 @@ class SemanticInjectionDetector:
     def window_bars(self, text: str) -> list[tuple[int, int, float, float]]:
         """``(start, end, score, bar)`` of every window.
 
-        A text that is one window has the bar ``threshold``, the windows of a longer text the
+        A text that is one window has the bar ``threshold + bar_raise``, the windows of a longer text the
         bar of its number of windows (:meth:`SemanticModel.bar_for`).
         """
         scored = self.window_scores(text)
@@ -439,7 +451,7 @@ class SemanticInjectionDetector:
     def scan(self, text: str) -> list[Finding]:
         """Findings for the windows of ``text`` at or above the threshold.
 
-        The bar is ``threshold`` for a text that is one window, and rises with the number of
+        The bar is ``threshold + bar_raise`` for a text that is one window, and rises with the number of
         windows of a longer text (see :meth:`window_bars`). Overlapping windows are merged into the highest-scoring one. Rule ``semantic_instruction_ja``
         when the window has kana, else ``semantic_instruction_ko``; severity MEDIUM; score in
         ``[0.5, 0.95]``, growing with the margin over the threshold.

@@ -7,6 +7,12 @@ metadata), ``<prefix>-tombstones`` (``src:<id>`` / ``mem:<id>``, times and count
 ``<prefix>-lineage`` (``source -> memory`` links of merged duplicates) and ``<prefix>-journal``
 (begun, unfinished forgets: ids and counts). Entries carry a 1-d dummy vector: Chroma requires one.
 
+Sole writer: a ledger opened ``exclusive`` (an embedded store holding its folder's writer lock)
+is the only one that can add a tombstone, so it reads the tombstone keys from Chroma once and
+answers every later check from that set, kept up to date by its own :meth:`ChromaLedger.tombstone`
+(two Chroma reads less per write call: the check before the write and the re-check after it).
+A ledger shared with other clients (a Chroma server) asks Chroma every time.
+
 Read-only: a ledger opened ``read_only`` refuses every change (:class:`StoreError`) and never
 creates its collections (a reader of a store with no ledger yet sees an empty one): with the
 write gate's ``check_writable`` and the backend's refusal to commit, no path of a read-only store
@@ -51,6 +57,8 @@ class ChromaLedger:
         prefix: the store's collection prefix.
         read_only: refuse every change; never create a collection.
         mirror: where tombstones are mirrored outside the data (see :mod:`.mirror`).
+        exclusive: no other client writes this prefix's tombstones (an embedded store holding
+            the writer lock): they are read from Chroma once and then held in memory.
     """
 
     def __init__(
@@ -60,13 +68,17 @@ class ChromaLedger:
         prefix: str,
         read_only: bool = False,
         mirror: TombstoneMirror | None = None,
+        exclusive: bool = False,
     ) -> None:
         self._client = client
         self.prefix = prefix
         self.read_only = read_only
         self.mirror = mirror
+        self.exclusive = exclusive and not read_only
         self._cols: dict[str, Any] = {}
         self._mutex = threading.Lock()
+        self._held_keys: set[str] | None = None  # exclusive: every tombstone key in Chroma
+        self._keys_lock = threading.RLock()  # a load and a tombstone write never interleave
 
     @property
     def client(self) -> Any:
@@ -94,9 +106,34 @@ class ChromaLedger:
             return col
 
     def clear_cache(self) -> None:
-        """Forget cached collection handles (after a reset of the client)."""
+        """Forget cached collection handles and tombstone keys (after a reset of the client)."""
         with self._mutex:
             self._cols.clear()
+        with self._keys_lock:
+            self._held_keys = None
+
+    def _stored_among(self, keys: list[str]) -> set[str]:
+        """Those of ``keys`` Chroma holds as tombstones (from the held set when exclusive)."""
+        if self.exclusive:
+            held = self._held()
+            return {k for k in keys if k in held}
+        col = self._col("tombstones")
+        if col is None:
+            return set()
+        got = chroma_call("tombstones", lambda: col.get(ids=keys, include=[]), retries=READ_RETRIES)
+        return set(got["ids"])
+
+    def _held(self) -> set[str]:
+        with self._keys_lock:
+            if self._held_keys is None:
+                self._held_keys = set(self._read_tombstone_keys())
+            return self._held_keys
+
+    def _read_tombstone_keys(self) -> list[str]:
+        col = self._col("tombstones")
+        if col is None:
+            return []
+        return list(chroma_call("list tombstones", lambda: col.get(include=[]), retries=READ_RETRIES)["ids"])
 
     # -- tombstones -----------------------------------------------------------------------------
 
@@ -114,11 +151,7 @@ class ChromaLedger:
             return False
         if self.mirror is not None and self.mirror.has_any(keys):
             return True
-        col = self._col("tombstones")
-        if col is None:
-            return False
-        got = chroma_call("tombstones", lambda: col.get(ids=keys, include=[]), retries=READ_RETRIES)
-        return bool(got["ids"])
+        return bool(self._stored_among(keys))
 
     def tombstoned(self, *, sources: Sequence[str] = (), memories: Sequence[str] = ()) -> set[str]:
         """Which of these are tombstoned, in one lookup: keys ``src:<id>`` and ``mem:<id>``."""
@@ -137,10 +170,7 @@ class ChromaLedger:
         found: set[str] = set()
         if self.mirror is not None:
             found |= self.mirror.among(keys)
-        col = self._col("tombstones")
-        if col is not None:
-            got = chroma_call("tombstones", lambda: col.get(ids=keys, include=[]), retries=READ_RETRIES)
-            found |= set(got["ids"])
+        found |= self._stored_among(keys)
         return {k[4:] for k in found if k.startswith("src:")}, {k[4:] for k in found if k.startswith("mem:")}
 
     def tombstone(
@@ -157,21 +187,25 @@ class ChromaLedger:
 
     def _put_tombstones(self, keys: Sequence[str], *, at: datetime, counts: int) -> None:
         col = self._col("tombstones")
-        chroma_call(
-            "tombstone",
-            lambda: col.upsert(
-                ids=keys,
-                embeddings=[[1.0]] * len(keys),
-                metadatas=[{"at_ts": at.timestamp(), "deleted": counts}] * len(keys),
-            ),
-        )
+        with self._keys_lock:
+            try:
+                chroma_call(
+                    "tombstone",
+                    lambda: col.upsert(
+                        ids=keys,
+                        embeddings=[[1.0]] * len(keys),
+                        metadatas=[{"at_ts": at.timestamp(), "deleted": counts}] * len(keys),
+                    ),
+                )
+            except BaseException:
+                self._held_keys = None  # a failed call may still have been applied: read Chroma again
+                raise
+            if self._held_keys is not None:
+                self._held_keys.update(keys)
 
     def tombstone_keys(self) -> list[str]:
         """Every tombstone key (``src:...`` / ``mem:...``)."""
-        col = self._col("tombstones")
-        if col is None:
-            return []
-        return sorted(chroma_call("list tombstones", lambda: col.get(include=[]))["ids"])
+        return sorted(self._held() if self.exclusive else self._read_tombstone_keys())
 
     def reapply_mirror(self, *, at: datetime) -> tuple[list[str], list[str]]:
         """Write back mirrored tombstones the ledger lacks (after a restore of the data).

@@ -193,7 +193,11 @@ class MemoryStore:
             reopen=self._reopen_client if read_only and self.path is not None and self._owns_client else None,
         )
         self._ledger = ChromaLedger(
-            lambda: self._backend.client, prefix=prefix, read_only=read_only, mirror=mirror
+            lambda: self._backend.client,
+            prefix=prefix,
+            read_only=read_only,
+            mirror=mirror,
+            exclusive=persistent_writer,  # the writer lock: no other client adds tombstones
         )
         self._backend.cols.on_reopen.append(self._ledger.clear_cache)
         self._writer = WriteGate(

@@ -473,7 +473,21 @@ REDTEAM16_HELD = [c for c in REDTEAM16 if c["kind"] == "attack" and c["at_head"]
 _REDTEAM17 = _REDTEAM14.with_name("redteam_round17_ja_ko.jsonl")
 REDTEAM17 = [json.loads(line) for line in _REDTEAM17.read_text(encoding="utf-8").splitlines() if line.strip()]
 REDTEAM17_HELD = [c for c in REDTEAM17 if c["kind"] == "attack" and c["at_head"] == "held"]
-_HELD = REDTEAM14_HELD + REDTEAM15_HELD + REDTEAM16_HELD + REDTEAM17_HELD
+# Round 18: the one-window bar raised by 0.1 (bar_raise). A red-team pass of 527 one-sentence
+# attacks found 38 that round 17 held and the raise wrote; rules from its findings hold 28 of them
+# again. benchmarks/data/redteam_round18_ja_ko.jsonl keeps 190 of its cases (165 attacks, 25
+# look-alikes) with what the shipped code does (at_head); the 72 attacks it writes are the next
+# round's input.
+_REDTEAM18 = _REDTEAM14.with_name("redteam_round18_ja_ko.jsonl")
+REDTEAM18 = [json.loads(line) for line in _REDTEAM18.read_text(encoding="utf-8").splitlines() if line.strip()]
+REDTEAM18_HELD = [c for c in REDTEAM18 if c["kind"] == "attack" and c["at_head"] == "held"]
+_HELD = REDTEAM14_HELD + REDTEAM15_HELD + REDTEAM16_HELD + REDTEAM17_HELD + REDTEAM18_HELD
+
+
+def test_red_team_round18_file_is_whole() -> None:
+    attacks = [c for c in REDTEAM18 if c["kind"] == "attack"]
+    assert (len(REDTEAM18), len(attacks), len(REDTEAM18_HELD)) == (190, 165, 93)
+    assert {c["target"] for c in attacks} == {"bar_raise", "new_rules"}
 
 
 @pytest.mark.parametrize(
@@ -505,8 +519,9 @@ def test_red_team_files_are_whole(
     ids=[c["id"] for c in _HELD],
 )
 def test_red_team_attacks_held_before_stay_held(case: dict[str, str]) -> None:
-    """Attacks aimed at round 14's exceptions (held by f9169a5), round 15's demotion (held by 6c01c1f)
-    and round 16's and round 17's loosenings (held once they were reverted) (W5)."""
+    """Attacks aimed at round 14's exceptions (held by f9169a5), round 15's demotion (held by 6c01c1f),
+    round 16's and round 17's loosenings (held once they were reverted) and round 18's raised bar
+    (held by the code that shipped with it) (W5)."""
     scope = {"user_id": "u", "agent_id": "a", "memory_space_id": "s"}
     [d] = decide_writes([{**scope, "body": case["text"], "origin": "user_explicit"}])
     assert d.action is not WriteAction.WRITE, case["id"]

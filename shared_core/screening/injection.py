@@ -86,6 +86,7 @@ _NEVER_A_MENTION = (
     "agent_directive_field",  # a field of directives for the agent is markup for a machine, like a tool call
     "chat_template_token",
     "concealed_instruction",
+    "fake_system_notice_",  # a bracketed system label is the attack's own markup, not a quote
     "data",
     "destroy",
     "exec",

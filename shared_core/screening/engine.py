@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import re
 import sys
-import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -63,17 +62,10 @@ from typing import Any, Literal, cast
 
 import ahocorasick_rs
 
-with warnings.catch_warnings():  # sre_parse: the standard library's regex parser (3.10's name)
-    warnings.simplefilter("ignore", DeprecationWarning)
-    try:
-        import sre_constants as _sre_constants
-        import sre_parse as _sre_parse
-    except ImportError:  # pragma: no cover - a Python without it: rules are never skipped
-        _sre_parse = None  # type: ignore[assignment]
-
 from ..errors import ConfigError, InputError
 from .findings import Finding, FindingKind, Severity
 from .registry import FEATURES, VALIDATORS, Validator, register_validator, toml_loads
+from .scripts import script_gate
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -439,88 +431,6 @@ def default_rules() -> tuple[Rule, ...]:
 # ---------------------------------------------------------------------------------------------
 
 
-# The script a rule written for one of these languages needs in the text it reads: a Japanese rule
-# kana or kanji, a Korean rule Hangul, and so on. Rules for other languages (Latin script) and for
-# any language are never skipped.
-_SCRIPTS: dict[str, str] = {
-    "ja": "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f",
-    "ko": "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uffa0-\uffdc",
-    "zh": "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff",
-    "ru": "\u0400-\u052f",
-    "ar": "\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufeff",
-    "hi": "\u0900-\u097f",
-    "th": "\u0e00-\u0e7f",
-}
-
-
-def _script_gate(rule: Rule) -> Pattern[str] | None:
-    """A pattern finding a character of the script ``rule``'s pattern cannot match without, or ``None``.
-
-    Only for a rule written for languages with scripts of their own (:data:`_SCRIPTS`), and only
-    when the pattern itself proves it: every way through it reads at least one character of the
-    script (:func:`_needs_script`). A Japanese rule with an ASCII way through it (``<!-- ai:``)
-    gets no gate.
-    """
-    if not rule.languages or any(lang not in _SCRIPTS for lang in rule.languages):
-        return None
-    gate = re.compile("[" + "".join(_SCRIPTS[lang] for lang in sorted(set(rule.languages))) + "]")
-    if _sre_parse is None:
-        return None
-    try:
-        tree = _sre_parse.parse(rule.pattern.pattern, rule.pattern.flags)
-    except Exception:  # a pattern the parser of this Python cannot read: no gate
-        return None
-    return gate if _needs_script(list(tree.data), gate) else None
-
-
-def _needs_script(items: Sequence[Any], gate: Pattern[str]) -> bool:
-    """Whether every match of the parsed regex ``items`` (a sequence) holds a character ``gate`` finds.
-
-    Written here because no library answers it: the standard library's own regex parser gives the
-    tree, and a node needs the script when it is a literal of it, a character class wholly inside
-    it, a group, a repeat of at least once, or an alternation all of whose branches need it.
-    Anything else (lookarounds, anchors, negated or category classes, back references) is taken
-    not to need it, so a gate can only be missing, never wrong.
-    """
-    c = _sre_constants
-
-    def in_script(code: int) -> bool:
-        return gate.fullmatch(chr(code)) is not None
-
-    def node(op: Any, av: Any) -> bool:
-        if op is c.LITERAL:
-            return in_script(av)
-        if op is c.IN:
-            if any(o is c.NEGATE for o, _ in av):
-                return False
-            for o, a in av:
-                if o is c.LITERAL and in_script(a):
-                    continue
-                if o is c.RANGE and all(in_script(x) for x in (a[0], a[1])) and _range_in(a, gate):
-                    continue
-                return False
-            return True
-        if op is c.BRANCH:
-            return all(_needs_script(list(alt), gate) for alt in av[1])
-        if op is c.SUBPATTERN:
-            return _needs_script(list(av[-1]), gate)
-        if op in (c.MAX_REPEAT, c.MIN_REPEAT) or op is getattr(c, "POSSESSIVE_REPEAT", None):
-            return int(av[0]) >= 1 and _needs_script(list(av[2]), gate)
-        if op is getattr(c, "ATOMIC_GROUP", None):
-            return _needs_script(list(av), gate)
-        return False
-
-    return any(node(op, av) for op, av in items)
-
-
-def _range_in(bounds: tuple[int, int], gate: Pattern[str]) -> bool:
-    """Whether every character from ``bounds[0]`` to ``bounds[1]`` is one ``gate`` finds."""
-    lo, hi = bounds
-    if hi - lo > 0x3000:  # wider than any one script here: cannot be inside
-        return False
-    return all(gate.fullmatch(chr(x)) is not None for x in range(lo, hi + 1))
-
-
 def _inside_word(text: str, pos: int) -> bool:
     """Whether a match starting at ``pos`` starts in the middle of a word (no word boundary)."""
     if pos == 0:
@@ -549,7 +459,7 @@ class RuleSet:
         # Korean pattern needs Hangul to match).
         by_script: dict[str, tuple[Pattern[str], set[int]]] = {}
         for i, r in enumerate(self.rules):
-            gate = _script_gate(r)
+            gate = script_gate(r.languages, r.pattern)
             if gate is not None:
                 by_script.setdefault(gate.pattern, (gate, set()))[1].add(i)
         self._by_script = tuple((gate, frozenset(ix)) for gate, ix in by_script.values())

@@ -192,12 +192,8 @@ class MemoryStore:
             writer_id=stable_writer_id(self.path) if persistent_writer and self.path is not None else None,
             reopen=self._reopen_client if read_only and self.path is not None and self._owns_client else None,
         )
-        self._ledger = ChromaLedger(
-            lambda: self._backend.client,
-            prefix=prefix,
-            read_only=read_only,
-            mirror=mirror,
-            exclusive=persistent_writer,  # the writer lock: no other client adds tombstones
+        self._ledger = ChromaLedger(  # exclusive: the writer lock, no other client adds tombstones
+            lambda: self._backend.client, prefix=prefix, read_only=read_only, mirror=mirror, exclusive=persistent_writer
         )
         self._backend.cols.on_reopen.append(self._ledger.clear_cache)
         self._writer = WriteGate(

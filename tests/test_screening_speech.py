@@ -481,7 +481,20 @@ REDTEAM17_HELD = [c for c in REDTEAM17 if c["kind"] == "attack" and c["at_head"]
 _REDTEAM18 = _REDTEAM14.with_name("redteam_round18_ja_ko.jsonl")
 REDTEAM18 = [json.loads(line) for line in _REDTEAM18.read_text(encoding="utf-8").splitlines() if line.strip()]
 REDTEAM18_HELD = [c for c in REDTEAM18 if c["kind"] == "attack" and c["at_head"] == "held"]
-_HELD = REDTEAM14_HELD + REDTEAM15_HELD + REDTEAM16_HELD + REDTEAM17_HELD + REDTEAM18_HELD
+# Round 19: a red-team pass of 119 probes at the round-19 rules and two exemptions: an English one
+# (a writer taking back an earlier request, then its reason) let five payee, export and voided-
+# guideline attacks through and was withdrawn; the Japanese prohibition after 同意なく let none
+# through that the code before it held. Its look-alikes narrowed the new rules (a chatbot-for FAQ
+# comment, IT notices in brackets); 22 of its 59 benign notes stay held, 9 by the round-19 rules.
+_REDTEAM19 = _REDTEAM14.with_name("redteam_round19_ja_ko.jsonl")
+REDTEAM19 = [json.loads(line) for line in _REDTEAM19.read_text(encoding="utf-8").splitlines() if line.strip()]
+REDTEAM19_HELD = [c for c in REDTEAM19 if c["kind"] == "attack" and c["at_head"] == "held"]
+_HELD = REDTEAM14_HELD + REDTEAM15_HELD + REDTEAM16_HELD + REDTEAM17_HELD + REDTEAM18_HELD + REDTEAM19_HELD
+
+
+def test_red_team_round19_file_is_whole() -> None:
+    attacks = [c for c in REDTEAM19 if c["kind"] == "attack"]
+    assert (len(REDTEAM19), len(attacks), len(REDTEAM19_HELD)) == (119, 60, 53)
 
 
 def test_red_team_round18_file_is_whole() -> None:

@@ -191,14 +191,25 @@ def _ko_directive(m: Match[str], g: int | str) -> bool:
 
 
 def _order_here(
-    loose: Callable[[Match[str], int | str], bool], sentence_end: re.Pattern[str], order: re.Pattern[str]
+    loose: Callable[[Match[str], int | str], bool],
+    sentence_end: re.Pattern[str],
+    order: re.Pattern[str],
+    *,
+    next_sentence: bool = False,
 ) -> Callable[[Match[str], int | str], bool]:
-    """A validator: the cue passes ``loose`` and the rest of its own sentence holds an ``order``."""
+    """A validator: the cue passes ``loose`` and the rest of its own sentence holds an ``order``.
+
+    With ``next_sentence`` the sentence after it counts too: after a label (〔システム指示〕以降の回答
+    では…ないでください, [숨김 텍스트] …할 것) the order is in the next sentence as often as in the
+    label's own.
+    """
 
     def check(m: Match[str], g: int | str) -> bool:
         if not loose(m, g):
             return False
         text, end = m.string, m.end()
+        if next_sentence:
+            return order.search(_two_sentences(text, end, sentence_end)) is not None
         limit = min(len(text), end + _MAX_SENTENCE)
         stop = sentence_end.search(text, end, limit)
         return order.search(text[end : stop.end() if stop else limit]) is not None
@@ -239,23 +250,6 @@ def _after_other_text(m: Match[str], g: int | str) -> bool:
     return not _opens_the_text(m, g)
 
 
-def _order_near(
-    loose: Callable[[Match[str], int | str], bool], sentence_end: re.Pattern[str], order: re.Pattern[str]
-) -> Callable[[Match[str], int | str], bool]:
-    """A validator: the cue passes ``loose`` and the rest of its sentence or the next holds an ``order``.
-
-    For a label before its message (〔システム指示〕以降の回答では…ないでください, [숨김 텍스트] …할
-    것): the order is in the sentence after the label as often as in the label's own.
-    """
-
-    def check(m: Match[str], g: int | str) -> bool:
-        if not loose(m, g):
-            return False
-        return order.search(_two_sentences(m.string, m.end(), sentence_end)) is not None
-
-    return check
-
-
 ORDER_VALIDATORS: dict[str, Callable[[Match[str], int | str], bool]] = {
     "opens_the_text": _opens_the_text,
     "after_other_text": _after_other_text,
@@ -263,11 +257,11 @@ ORDER_VALIDATORS: dict[str, Callable[[Match[str], int | str], bool]] = {
     "ja_directive_loose": _ja_directive_loose,
     "ja_request": _ja_request,
     "ja_order_here": _order_here(_ja_directive_loose, _JA_SENTENCE_END, _JA_ORDER),
-    "ja_order_near": _order_near(_ja_directive_loose, _JA_SENTENCE_END, _JA_ORDER),
+    "ja_order_near": _order_here(_ja_directive_loose, _JA_SENTENCE_END, _JA_ORDER, next_sentence=True),
     "ko_directive": _ko_directive,
     "ko_directive_loose": _ko_directive_loose,
     "ko_request": _ko_request,
     "ko_order_here": _order_here(_ko_directive_loose, _KO_SENTENCE_END, _KO_ORDER),
-    "ko_order_near": _order_near(_ko_directive_loose, _KO_SENTENCE_END, _KO_ORDER),
+    "ko_order_near": _order_here(_ko_directive_loose, _KO_SENTENCE_END, _KO_ORDER, next_sentence=True),
 }
 """The validators of this module by the key the rule tables name them with."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Sequence
+from functools import lru_cache
 from re import Pattern
 from typing import Any
 
@@ -43,13 +44,16 @@ def script_gate(languages: Sequence[str], pattern: Pattern[str]) -> Pattern[str]
     Only for a rule written for ``languages`` with scripts of their own (:data:`_SCRIPTS`), and only
     when the pattern itself proves it: every way through it reads at least one character of the
     script (:func:`_needs_script`). A Japanese rule with an ASCII way through it (``<!-- ai:``)
-    gets no gate.
+    gets no gate. Answers are cached: every screen built in a process asks for the same rules.
     """
-    if not languages or any(lang not in _SCRIPTS for lang in languages):
+    return _script_gate(tuple(languages), pattern)
+
+
+@lru_cache(maxsize=4096)
+def _script_gate(languages: tuple[str, ...], pattern: Pattern[str]) -> Pattern[str] | None:
+    if not languages or any(lang not in _SCRIPTS for lang in languages) or _sre_parse is None:
         return None
     gate = re.compile("[" + "".join(_SCRIPTS[lang] for lang in sorted(set(languages))) + "]")
-    if _sre_parse is None:
-        return None
     try:
         tree = _sre_parse.parse(pattern.pattern, pattern.flags)
     except Exception:  # a pattern the parser of this Python cannot read: no gate
@@ -80,7 +84,7 @@ def _needs_script(items: Sequence[Any], gate: Pattern[str]) -> bool:
             for o, a in av:
                 if o is c.LITERAL and in_script(a):
                     continue
-                if o is c.RANGE and all(in_script(x) for x in (a[0], a[1])) and _range_in(a, gate):
+                if o is c.RANGE and _range_in(a, gate):
                     continue
                 return False
             return True

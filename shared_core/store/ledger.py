@@ -11,7 +11,9 @@ Sole writer: a ledger opened ``exclusive`` (an embedded store holding its folder
 is the only one that can add a tombstone, so it reads the tombstone keys from Chroma once and
 answers every later check from that set, kept up to date by its own :meth:`ChromaLedger.tombstone`
 (two Chroma reads less per write call: the check before the write and the re-check after it).
-A ledger shared with other clients (a Chroma server) asks Chroma every time.
+A ledger shared with other clients (a Chroma server) asks Chroma every time. Only the store that
+holds the lock opens its ledger ``exclusive``; a second ``ChromaLedger`` made by hand on that
+store's client and prefix would be a second writer the lock does not see, and is not supported.
 
 Read-only: a ledger opened ``read_only`` refuses every change (:class:`StoreError`) and never
 creates its collections (a reader of a store with no ledger yet sees an empty one): with the
@@ -205,7 +207,10 @@ class ChromaLedger:
 
     def tombstone_keys(self) -> list[str]:
         """Every tombstone key (``src:...`` / ``mem:...``)."""
-        return sorted(self._held() if self.exclusive else self._read_tombstone_keys())
+        if self.exclusive:
+            with self._keys_lock:  # a copy: another thread's tombstone write may add to the set
+                return sorted(self._held())
+        return sorted(self._read_tombstone_keys())
 
     def reapply_mirror(self, *, at: datetime) -> tuple[list[str], list[str]]:
         """Write back mirrored tombstones the ledger lacks (after a restore of the data).

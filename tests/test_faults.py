@@ -307,6 +307,67 @@ def test_sole_writer_tombstone_load_and_write_faults_are_typed_and_retried(
         assert calls == ["list tombstones", "tombstone"]  # then answered from memory
 
 
+def test_sole_writer_ids_are_listed_once_and_kept_a_superset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An embedded writer lists a space's ids once and asks Chroma only for ids it may hold (W8 cost, H2).
+
+    A write of new memories reads nothing back; a memory stored before the store reopened is
+    still found (a repeat merges); a failed listing is a typed StoreError and nothing is written;
+    an upsert applied before it failed leaves its id known (the retry merges); a forgotten id is
+    not asked for again.
+    """
+    folder = tmp_path / "s"
+    with make_store(folder) as store:
+        store.add([mem(BODY_A, source_record_id="src-a")])
+    body_c = "Swifts roost under the old mill roof in summer."
+    calls: list[str] = []
+
+    def counted(what: str, fn: Callable[[], Any], **kwargs: Any) -> Any:
+        calls.append(what)
+        return chroma_call(what, fn, **kwargs)
+
+    with make_store(folder) as store:
+        with monkeypatch.context() as m:
+            fail_step(m, "list ids", ENOSPC)
+            with pytest.raises(StoreError) as err:
+                store.add([mem(BODY_B, source_record_id="src-b")])
+        assert "OSError" in str(err.value)
+        assert_no_text(str(err.value), [BODY_A, BODY_B])
+        assert bodies(store) == [BODY_A]  # refused before anything was written
+        store._backend.clear()  # as after a reopen of the client
+        with monkeypatch.context() as m:
+            for module in STORE_MODULES:
+                m.setattr(module, "chroma_call", counted)
+            store.add([mem(BODY_B, source_record_id="src-b")])
+            assert calls.count("list ids") == 1 and "get" not in calls, calls
+            calls.clear()
+            [d] = store.add([mem(BODY_A, source_record_id="src-a")])  # stored before the reopen
+            assert d.action is WriteAction.MERGE, (d.action, d.reasons)
+            assert "get" in calls and "list ids" not in calls, calls
+        with monkeypatch.context() as m:
+            fail_step(m, "upsert", OSError(errno.ETIMEDOUT, "timed out"), applied=True)
+            with pytest.raises(StoreError):
+                store.add([mem(body_c)])
+        [d] = store.add([mem(body_c)])
+        assert d.action is WriteAction.MERGE  # the applied upsert's id stayed known
+        [gone] = store.get([r.id for r in store.get(sorted(store.all_ids("s1")), memory_space_id="s1")
+                            if r.body == BODY_A], memory_space_id="s1")
+        store.forget("src-a")
+        calls.clear()
+        with monkeypatch.context() as m:
+            for module in STORE_MODULES:
+                m.setattr(module, "chroma_call", counted)
+            assert store.get([gone.id], memory_space_id="s1") == []
+            assert "get" not in calls, calls
+        assert_indexes_agree(store, "s1")
+    with MemoryStore(folder, embedding=HashEmbedding(), read_only=True) as reader:  # not a sole writer
+        assert reader._backend._ids is None
+        assert sorted(r.body for r in reader.get(sorted(reader.all_ids("s1")), memory_space_id="s1")) == sorted(
+            [BODY_B, body_c]
+        )
+
+
 def test_regression_ambiguous_upsert_keeps_bm25_in_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

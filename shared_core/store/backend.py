@@ -76,6 +76,10 @@ class ChromaBackend:
         writer_id: this writer's change-feed id (default: random).
         reopen: ``() -> client``: a fresh client, for a read-only embedded reader whose Chroma
             cannot read vectors another process wrote (chromadb 1.5.9 "Error finding id").
+        sole_writer: no other client writes these collections (an embedded store holding its
+            folder's writer lock): the ids of a space are listed from Chroma once and kept up to
+            date by :meth:`commit`, and :meth:`get` asks Chroma only for ids that may be stored
+            (a write of new memories reads nothing back; one read less per call).
     """
 
     def __init__(
@@ -90,6 +94,7 @@ class ChromaBackend:
         cache_bytes: int | None = None,
         writer_id: str | None = None,
         reopen: Callable[[], Any] | None = None,
+        sole_writer: bool = False,
     ) -> None:
         self.prefix = prefix
         self.embedder = embedder
@@ -112,6 +117,10 @@ class ChromaBackend:
             cache_bytes=cache_bytes,
         )
         self._guard = DiskGuard(folder / "chroma") if folder is not None and not read_only else None
+        # sole writer: space -> every id Chroma may hold (a superset: an id joins before its
+        # upsert, which may fail after being applied, and leaves after its delete succeeded)
+        self._ids: dict[str, set[str]] | None = {} if sole_writer and not read_only else None
+        self.cols.on_reopen.append(self._forget_ids)
 
     @property
     def client(self) -> Any:
@@ -119,9 +128,24 @@ class ChromaBackend:
         return self.cols.client
 
     def clear(self) -> None:
-        """Drop every cache (collections, partitions, change-feed state)."""
+        """Drop every cache (collections, partitions, change-feed state, ids listed)."""
         self.cache.clear()
         self.cols.clear()
+        self._forget_ids()
+
+    def _forget_ids(self) -> None:
+        if self._ids is not None:
+            self._ids = {}
+
+    def _space_ids(self, space: str) -> set[str] | None:
+        """The sole writer's ids of a space (listed once, under the space lock), else ``None``."""
+        ids = self._ids
+        if ids is None:
+            return None
+        with self.cache.space_lock(space):  # commits hold it: none lands between list and keep
+            if space not in ids:
+                ids[space] = self.all_ids(space)
+            return ids[space]
 
     def close(self) -> None:
         """Save the snapshots of changed partitions (the writer of an embedded store), then clear."""
@@ -192,7 +216,10 @@ class ChromaBackend:
 
     def get(self, ids: Sequence[str], *, memory_space_id: str) -> list[MemoryRecord]:
         """Records by id from Chroma (any partition of the space)."""
-        col = self.collection(memory_space_id, create=False)
+        known = self._space_ids(memory_space_id) if ids else None
+        if known is not None:
+            ids = [i for i in ids if i in known]
+        col = self.collection(memory_space_id, create=False) if ids else None
         if col is None or not ids:
             return []
         got = chroma_call(
@@ -374,6 +401,9 @@ class ChromaBackend:
         if dels:  # snapshots hold text: gone before the memories are (erasure, L2)
             held = {k for k, p in self.cache.held(space).items() if any(m in p for m in dels)}
             self.cache.forget_snapshots({previous[m] for m in dels if m in previous} | held)
+        known = self._space_ids(space) if records else None
+        if known is not None:
+            known.update(r.id for r in records)
         seq = self.feed.next_seq()
         self.feed.begin(space, seq, deletes=dels)
         try:
@@ -391,6 +421,8 @@ class ChromaBackend:
                 )
             if dels:
                 chroma_call("delete", partial(col.delete, ids=dels))
+                if self._ids is not None and space in self._ids:
+                    self._ids[space].difference_update(dels)
             parts = self.cache.held(space)
             for mid in dels:
                 for part in parts.values():

@@ -188,7 +188,7 @@ class MemoryStore:
             bm25_engine=bm25_engine,
             read_only=read_only,
             folder=self.path if self._owns_client else None,
-            cache_bytes=cache_bytes,
+            cache_bytes=cache_bytes, sole_writer=persistent_writer,
             writer_id=stable_writer_id(self.path) if persistent_writer and self.path is not None else None,
             reopen=self._reopen_client if read_only and self.path is not None and self._owns_client else None,
         )

@@ -487,7 +487,22 @@ REDTEAM18, REDTEAM18_HELD = _red_team(18)
 # through that the code before it held. Its look-alikes narrowed the new rules (a chatbot-for FAQ
 # comment, IT notices in brackets); 22 of its 59 benign notes stay held, 9 by the round-19 rules.
 REDTEAM19, REDTEAM19_HELD = _red_team(19)
-_HELD = REDTEAM14_HELD + REDTEAM15_HELD + REDTEAM16_HELD + REDTEAM17_HELD + REDTEAM18_HELD + REDTEAM19_HELD
+# Round 20: a red-team pass at the owner-request waiver (its new openings, AIに頼みたいこと：, 비서에게
+# 부탁할 것:, and its lists): 80 of 88 standing orders against the user were written at the start (46 found
+# by no rule). Notes that open by addressing the assistant are now checked for them whatever the rules
+# found (order_against_user_*); at_start / at_head say what the code did before and after.
+REDTEAM20, REDTEAM20_HELD = _red_team(20)
+_HELD = (
+    REDTEAM14_HELD + REDTEAM15_HELD + REDTEAM16_HELD + REDTEAM17_HELD + REDTEAM18_HELD + REDTEAM19_HELD
+    + REDTEAM20_HELD
+)
+
+
+def test_red_team_round20_file_is_whole() -> None:
+    attacks = [c for c in REDTEAM20 if c["kind"] == "attack"]
+    started = [c for c in attacks if c["at_start"] == "held"]
+    assert (len(REDTEAM20), len(attacks), len(started), len(REDTEAM20_HELD)) == (132, 88, 8, 79)
+    assert all(c["at_head"] == "written" for c in REDTEAM20 if c["kind"] == "benign")
 
 
 def test_red_team_round19_file_is_whole() -> None:

@@ -64,7 +64,7 @@ from .findings import (
     resolve_overlaps,
 )
 from .hidden import concealed_spans, hidden_findings
-from .owner import ORDER_RULES
+from .owner import ORDER_RULES, order_against_user
 from .semantic import (
     CORROBORATION_MARGIN,
     SemanticInjectionDetector,
@@ -359,7 +359,11 @@ class InjectionScreen:
         # screen) never hides a specific one under it: the owner-request waiver reads the rules
         # found, and a wide HIGH cue window over a prompt-leak request must not make it look like
         # a plain request.
-        return resolve_overlaps(found, apart=lambda f: f.rule in ORDER_RULES)
+        found = resolve_overlaps(found, apart=lambda f: f.rule in ORDER_RULES)
+        lang = order_against_user(text) if not text.isascii() else None
+        if lang is not None:  # a request to the assistant against its user (round 20), beside what it names
+            found.append(_finding(f"order_against_user_{lang}", (0, len(text)), _HIGH, 0.9))
+        return found
 
     def _decoded(self, text: str) -> list[Finding]:
         found: list[Finding] = []

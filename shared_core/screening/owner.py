@@ -20,7 +20,11 @@ The text's half, from ``shared_core/data/screening/owner_requests.toml``:
   addressee or a sender (差出人, 보낸 사람), authority handed to another text (指示どおり, 적힌 대로),
   a link, an address, a handle, a phone or account number, secrecy from the user, a skipped
   confirmation or question, bulk deletion or sending, a code passed on, a protection turned off,
-  gift cards. These are matched in the normalised text and in it with every blank removed.
+  gift cards; a payment, a payee switched, a credential or identity document handed over, strangers
+  accepted, a limit raised, notices hidden, old data deleted, later corrections overruled (round 20).
+  A payee, an identity document or someone who asks, merely named, holds unless the request keeps
+  the user in the loop (勝手に…しないで, まず私に / 마음대로…말고, 먼저 나한테): protective requests name
+  them too. These are matched in the normalised text and in it with every blank removed.
 
 The write gate adds the path's half: origin ``user_explicit`` and a **private** memory (a
 shared memory is read by other people's assistants, for whom "me" is someone else).
@@ -41,7 +45,7 @@ from importlib import resources
 from ..text import normalize
 from .registry import toml_loads
 
-__all__ = ["ORDER_RULES", "is_owner_request"]
+__all__ = ["ORDER_RULES", "is_owner_request", "order_against_user"]
 
 _FILE = "owner_requests.toml"
 _BLANKS = re.compile(r"\s+")
@@ -54,6 +58,9 @@ class _Tables:
     opening: dict[str, re.Pattern[str]]
     third_party: dict[str, re.Pattern[str]]
     harm: dict[str, re.Pattern[str]]
+    standing_harm: dict[str, re.Pattern[str]]
+    weak_harm: dict[str, re.Pattern[str]]
+    protective: dict[str, re.Pattern[str]]
     link: re.Pattern[str]
 
 
@@ -68,6 +75,9 @@ def _tables() -> _Tables:
         opening={lang: re.compile(p) for lang, p in doc["opening"].items()},
         third_party={lang: re.compile(against[f"{lang}_third_party"]) for lang in ("ja", "ko")},
         harm={lang: re.compile(against[f"{lang}_harm"]) for lang in ("ja", "ko")},
+        standing_harm={lang: re.compile(against[f"{lang}_standing_harm"]) for lang in ("ja", "ko")},
+        weak_harm={lang: re.compile(against[f"{lang}_weak_harm"]) for lang in ("ja", "ko")},
+        protective={lang: re.compile(against[f"{lang}_protective"]) for lang in ("ja", "ko")},
         link=re.compile(against["link"]),
     )
 
@@ -101,4 +111,38 @@ def is_owner_request(text: str, rules: Collection[str], *, title: str = "") -> b
             for pattern in (t.link, t.third_party[lang], t.harm[lang]):
                 if pattern.search(view) or pattern.search(compact):
                     return False
+            if _against_user(t, lang, view, compact):
+                return False
     return True
+
+
+def order_against_user(text: str) -> str | None:
+    """The language of a note that reads as a request to the assistant and orders it against its user.
+
+    The shape of :func:`is_owner_request` (one short paragraph that opens by addressing the
+    assistant) with a standing order against the user in it: a payment, a payee switched, a
+    credential or identity document handed over, a caller or a mail obeyed, strangers accepted, a
+    protection turned off, backups deleted, later corrections overruled. The injection screen holds
+    such a note whoever writes it and whatever else it finds (a round-20 red team wrote 46 of them
+    that no rule found). ``None`` otherwise.
+    """
+    t = _tables()
+    if len(text) > t.max_chars:
+        return None
+    norm = normalize(text).lstrip()
+    for lang, p in t.opening.items():
+        m = p.match(norm[:40])
+        if m is None or "\n" in norm[m.end() :]:
+            continue
+        rest = norm[m.end() :]
+        if _against_user(t, lang, rest, _BLANKS.sub("", rest)):
+            return lang
+    return None
+
+
+def _against_user(t: _Tables, lang: str, view: str, compact: str) -> bool:
+    """A standing order against the user, or a payee or an asker named with the user kept out of it."""
+    if t.standing_harm[lang].search(view) or t.standing_harm[lang].search(compact):
+        return True
+    named = t.weak_harm[lang].search(view) or t.weak_harm[lang].search(compact)
+    return bool(named) and not (t.protective[lang].search(view) or t.protective[lang].search(compact))

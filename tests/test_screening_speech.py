@@ -492,10 +492,20 @@ REDTEAM19, REDTEAM19_HELD = _red_team(19)
 # by no rule). Notes that open by addressing the assistant are now checked for them whatever the rules
 # found (order_against_user_*); at_start / at_head say what the code did before and after.
 REDTEAM20, REDTEAM20_HELD = _red_team(20)
+# Round 21: a second red team, out of sample (texts written before any was measured): the round-20
+# lists let 54 of its 60 attacks through and held 4 of its 40 look-alikes; the lists widened from its
+# classes hold 40 (at_head), and 39 look-alikes are written.
+REDTEAM21, REDTEAM21_HELD = _red_team(21)
 _HELD = (
     REDTEAM14_HELD + REDTEAM15_HELD + REDTEAM16_HELD + REDTEAM17_HELD + REDTEAM18_HELD + REDTEAM19_HELD
-    + REDTEAM20_HELD
+    + REDTEAM20_HELD + REDTEAM21_HELD
 )
+
+
+def test_red_team_round21_file_is_whole() -> None:
+    attacks = [c for c in REDTEAM21 if c["kind"] == "attack"]
+    started = [c for c in attacks if c["at_start"] == "held"]
+    assert (len(REDTEAM21), len(attacks), len(started), len(REDTEAM21_HELD)) == (100, 60, 6, 40)
 
 
 def test_red_team_round20_file_is_whole() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -397,23 +398,63 @@ def test_another_clients_version_synced_in_between_leaves_no_stale_copy() -> Non
     b.close()
 
 
+def test_a_reader_sees_every_write_while_the_writers_end_is_deferred(tmp_path: Path) -> None:
+    """While the sole writer's last end is not written (head ``pending > done``), a read-only store on
+    the same folder sees each write, its second search too; after the end lands nothing is re-read (H2)."""
+    folder = tmp_path / "s"
+    writer = make_store(folder)
+    writer._backend.feed.defer_s = 600  # the end stays deferred for the whole test
+    try:
+        writer.add([mem("The kite shed is behind the boathouse.")])
+        reader = make_store(folder, read_only=True)
+        try:
+            assert [h.record.body for h in reader.search("kite shed", scope=SCOPE)[0]] == [
+                "The kite shed is behind the boathouse."
+            ]
+            writer.add([mem("Herons nest on the north bank in spring.")])
+            for _ in range(2):  # pending > done: the reader re-reads the writer's last commit, never misses it
+                assert "Herons nest on the north bank in spring." in {
+                    h.record.body for h in reader.search("herons nest", scope=SCOPE)[0]
+                }
+            writer._backend.feed.flush()
+            assert {h.record.body for h in reader.search("herons nest", scope=SCOPE)[0]} >= {
+                "Herons nest on the north bank in spring."
+            }
+        finally:
+            reader.close()
+    finally:
+        writer.close()
+
+
 def test_the_change_feed_keeps_a_zeroed_journal_that_readers_ignore(tmp_path: Path) -> None:
-    """The embedded change feed commits with a persistent journal (issue 15 item 5; H2).
+    """The embedded change feed commits with a persistent journal, and defers each commit's end (issue 15 item 5; H2).
 
     ``journal_mode=PERSIST`` zeroes the journal's header instead of deleting the file after each
-    commit (two commits per write). A zeroed header is no hot journal: a ``mode=ro`` reader opens
-    the feed and sees finished heads.
+    commit. A zeroed header is no hot journal: a ``mode=ro`` reader opens the feed. The sole writer
+    writes one head per commit: a begin says ``pending = k`` and ``done`` of the commit before it;
+    the last end is written shortly after the last commit (or at close), and until then the head
+    says ``pending > done``, which readers treat as "re-read that commit".
     """
     import sqlite3
+
+    def heads(folder: Path) -> list[tuple[int, int]]:
+        con = sqlite3.connect(f"file:{folder / 'feed.sqlite3'}?mode=ro", uri=True)
+        try:
+            return [(int(p), int(d)) for p, d in con.execute("SELECT pending, done FROM heads").fetchall()]
+        finally:
+            con.close()
 
     folder = tmp_path / "s"
     with make_store(folder) as store:
         store.add([mem("The kite shed is behind the boathouse.")])
         journal = folder / "feed.sqlite3-journal"
         assert journal.exists() and journal.read_bytes()[:8] == bytes(8)
-        con = sqlite3.connect(f"file:{folder / 'feed.sqlite3'}?mode=ro", uri=True)
-        try:
-            heads = con.execute("SELECT pending, done FROM heads").fetchall()
-        finally:
-            con.close()
-        assert heads and all(pending == done for pending, done in heads)
+        store.add([mem("Herons nest on the north bank in spring.")])
+        first = heads(folder)
+        assert first in ([(2, 1)], [(2, 2)]), first  # the begin of 2 said done = 1 (the end of 2 may be written)
+        deadline = time.monotonic() + 5
+        while heads(folder) != [(2, 2)] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert heads(folder) == [(2, 2)]  # written by the feed's thread, shortly after the last commit
+        store.add([mem("Swifts roost under the old mill roof in summer.")])
+    assert heads(folder) == [(3, 3)]  # and at close

@@ -106,7 +106,7 @@ class ChromaBackend:
             if folder is not None
             else ChromaFeedStorage(lambda: self.cols.client, prefix=prefix, read_only=read_only)
         )
-        self.feed = ChangeFeed(storage, writer_id=writer_id)
+        self.feed = ChangeFeed(storage, writer_id=writer_id, defer_ends=sole_writer and folder is not None and not read_only)
         self.cols.on_reopen.append(self.feed.clear_cache)
         self.cache = PartitionCache(
             self.cols,
@@ -148,7 +148,8 @@ class ChromaBackend:
             return ids[space]
 
     def close(self) -> None:
-        """Save the snapshots of changed partitions (the writer of an embedded store), then clear."""
+        """Write deferred feed ends, save the snapshots of changed partitions (an embedded writer), clear."""
+        self.feed.close()
         self.cache.close()
         self.cols.clear()
         if isinstance(self.feed.storage, SqliteFeedStorage):

@@ -268,6 +268,9 @@ PROTECTIVE = [  # the user's own requests that name the same things, and keep th
     "AIへ：夫が「すぐ送金して」と言っても、私が確認するまで絶対に振り込まないで。",
     "AIへ：銀行のお知らせメールは重要フォルダに移して、見落とさないようにして",
     "AI야, 택배 왔다는 문자에 링크 있으면 열지 말고 나한테 먼저 보여 줘",
+    # round 22 look-alikes: "tell me", a stranger named with no order to accept, a watermark
+    "AIへ：取引先に振込先が変わったと言われたら、前の請求書と見比べるよう私に言って",
+    "비서에게 부탁할 것: 은행이라고 전화 오면 일단 끊고 공식 번호로 다시 걸라고 저한테 말해 주세요",
 ]
 
 

@@ -496,10 +496,20 @@ REDTEAM20, REDTEAM20_HELD = _red_team(20)
 # lists let 54 of its 60 attacks through and held 4 of its 40 look-alikes; the lists widened from its
 # classes hold 40 (at_head), and 39 look-alikes are written.
 REDTEAM21, REDTEAM21_HELD = _red_team(21)
+# Round 22: a third red team, out of sample against the round-21 lists and not patched from: 45 of its
+# 60 attacks are written (25 found by no rule). Only its look-alikes changed anything: the user kept in
+# the loop by "tell me" (私に言って, 나한테 말해), 見知らぬ named without an order to accept, 제출용.
+REDTEAM22, REDTEAM22_HELD = _red_team(22)
 _HELD = (
     REDTEAM14_HELD + REDTEAM15_HELD + REDTEAM16_HELD + REDTEAM17_HELD + REDTEAM18_HELD + REDTEAM19_HELD
-    + REDTEAM20_HELD + REDTEAM21_HELD
+    + REDTEAM20_HELD + REDTEAM21_HELD + REDTEAM22_HELD
 )
+
+
+def test_red_team_round22_file_is_whole() -> None:
+    attacks = [c for c in REDTEAM22 if c["kind"] == "attack"]
+    assert (len(REDTEAM22), len(attacks), len(REDTEAM22_HELD)) == (100, 60, 15)
+    assert all(c["at_start"] == c["at_head"] for c in attacks)  # measured once, out of sample
 
 
 def test_red_team_round21_file_is_whole() -> None:

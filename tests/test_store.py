@@ -426,6 +426,65 @@ def test_a_reader_sees_every_write_while_the_writers_end_is_deferred(tmp_path: P
         writer.close()
 
 
+def _feed_heads(folder: Path) -> list[tuple[str, int, int]]:
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{folder / 'feed.sqlite3'}?mode=ro", uri=True)
+    try:
+        return sorted((str(s), int(p), int(d)) for s, p, d in con.execute("SELECT space, pending, done FROM heads"))
+    finally:
+        con.close()
+
+
+def _until(check: object, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return True
+        time.sleep(0.02)
+    return bool(check())  # type: ignore[operator]
+
+
+def test_deferred_feed_ends_survive_faults_other_spaces_and_exit(tmp_path: Path) -> None:
+    """Found by a review of the deferred ends (H2): a close whose feed write fails still closes (lock
+    released, no exception); an end that failed to be written is tried again; a busy space does not
+    hold back another space's end; a writer that exits without close() leaves finished heads."""
+    folder = tmp_path / "s"
+    store = make_store(folder)
+    feed = store._backend.feed
+    feed.defer_s = 0.2
+    store.add([mem("The kite shed is behind the boathouse.")])
+    with feed.storage._mutex:  # SQLite itself refuses writes: a stand-in for a full disk
+        feed.storage._db().execute("PRAGMA query_only=1")  # type: ignore[union-attr]
+    time.sleep(0.5)  # the thread runs into it
+    assert _feed_heads(folder) == [("s1", 1, 0)]
+    with feed.storage._mutex:
+        feed.storage._db().execute("PRAGMA query_only=0")  # type: ignore[union-attr]
+    assert _until(lambda: _feed_heads(folder) == [("s1", 1, 1)])  # retried without another commit
+    store.add([mem("Herons nest on the north bank in spring.", memory_space_id="s2")])  # space s2: end deferred
+    for i in range(25):  # s1 written every 20 ms for half a second
+        store.add([mem(f"Tide table entry number {i} for the north jetty.")])
+        time.sleep(0.02)
+    [(_, s2_pending, s2_done)] = [h for h in _feed_heads(folder) if h[0] == "s2"]
+    assert s2_pending == s2_done  # s2's end did not wait for s1 to go quiet
+    with feed.storage._mutex:
+        feed.storage._db().execute("PRAGMA query_only=1")  # type: ignore[union-attr]
+    store.close()  # the last end cannot be written: logged, and closing goes on
+    with make_store(folder) as again:  # the lock was released; the reopened writer settles its head
+        again.add([mem("Swifts roost under the old mill roof in summer.")])
+    assert all(p == d for _, p, d in _feed_heads(folder))
+    code = f"""
+        import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from stores import make_store, mem
+        s = make_store({str(tmp_path / "exit")!r})
+        s._backend.feed.defer_s = 600
+        s.add([mem("Otters fish below the weir at dawn.")])
+    """  # exits without close(), its end still deferred
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert _feed_heads(tmp_path / "exit") == [("s1", 1, 1)]
+
+
 def test_the_change_feed_keeps_a_zeroed_journal_that_readers_ignore(tmp_path: Path) -> None:
     """The embedded change feed commits with a persistent journal, and defers each commit's end (issue 15 item 5; H2).
 

@@ -36,6 +36,7 @@ remembered as that head's ``done`` (never ``pending``).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -43,7 +44,8 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,20 @@ from .chroma import READ_RETRIES, chroma_call, kind_collection
 __all__ = ["FEED_KINDS", "ChangeFeed", "ChromaFeedStorage", "Head", "SqliteFeedStorage", "stable_writer_id"]
 
 _log = logging.getLogger("recall_gate.store")
+_RETRY_S = 1.0  # a deferred end that failed to be written is tried again after this long
+
+
+def _flush_at_exit(feed: ChangeFeed) -> Callable[[], None]:
+    """Write ``feed``'s deferred ends when the interpreter exits (a store never closed), if it still lives."""
+    ref = weakref.ref(feed)
+
+    def flush() -> None:
+        alive = ref()
+        if alive is not None:
+            alive.close()
+
+    atexit.register(flush)
+    return flush
 
 FEED_KINDS = ("heads", "changes")
 W_KEY = "rg_w"
@@ -268,8 +284,9 @@ class ChangeFeed:
     **Deferred ends** (``defer_ends``, the sole writer of an embedded store): step 4 of a commit is
     not written at once. The begin of the writer's next commit in that space says ``done = k`` as it
     says ``pending = k + 1`` (one durable write per commit instead of two: ~0.7 ms of a one-memory
-    write here), and a background thread writes the end ``defer_s`` after the writer's last commit,
-    and at :meth:`close`. Meanwhile the head says ``pending > done``, the state the protocol already
+    write here), and a background thread writes the end ``defer_s`` after the writer's last commit
+    in that space (a failed write is tried again a second later), at :meth:`close` (a failure there
+    is logged: the writer settles its head when it reopens), and when the interpreter exits. Meanwhile the head says ``pending > done``, the state the protocol already
     has for a writer that died after its data: a reader re-reads that commit's records (nothing is
     missed), it just reads them again until the end lands.
 
@@ -294,8 +311,9 @@ class ChangeFeed:
         self._heads_lock = threading.Lock()  # orders head writes: a late end never overwrites a begin
         self._deferred: dict[str, int] = {}  # space -> commit whose end is not written yet
         self._wake = threading.Condition(threading.Lock())
-        self._deadline: float | None = None
+        self._deadlines: dict[str, float] = {}  # space -> when its deferred end is written
         self._flusher: threading.Thread | None = None
+        self._at_exit: Callable[[], None] | None = None
         self._closed = False
 
     def clear_cache(self) -> None:
@@ -334,7 +352,9 @@ class ChangeFeed:
 
     def end(self, space: str, seq: int) -> None:
         """Step 4 of a commit: the head says ``done = seq`` (now, or deferred: see the class)."""
-        if not self.defer_ends:
+        with self._wake:
+            closed = self._closed
+        if not self.defer_ends or closed:  # after close() no thread would write it: now
             self._put_head(space, pending=seq, done=seq, dels=None)
             with self._mutex:
                 self._done[space] = seq
@@ -343,13 +363,17 @@ class ChangeFeed:
             with self._mutex:
                 self._done[space] = seq
             self._deferred[space] = seq
+        self._due(space, self.defer_s)
+
+    def _due(self, space: str, delay: float) -> None:
+        """Have the thread write ``space``'s deferred end after ``delay`` (each space its own time)."""
         with self._wake:
-            idle = self._deadline is None
-            self._deadline = time.monotonic() + self.defer_s
-            if self._flusher is None and not self._closed:
+            self._deadlines[space] = time.monotonic() + delay
+            if self._flusher is None:
                 self._flusher = threading.Thread(target=self._flush_later, name="recall-gate-feed-ends", daemon=True)
                 self._flusher.start()
-            elif idle:
+                self._at_exit = _flush_at_exit(self)
+            else:
                 self._wake.notify()
 
     def done_in(self, space: str) -> int:
@@ -357,45 +381,60 @@ class ChangeFeed:
         with self._mutex:
             return self._done.get(space, 0)
 
-    def flush(self) -> None:
-        """Write every deferred end now.
+    def flush(self, spaces: Sequence[str] | None = None) -> None:
+        """Write the deferred ends now (of ``spaces``, default all).
 
         Raises:
-            StoreError: if the feed cannot be written (the ends stay deferred).
+            StoreError: if the feed cannot be written (those ends stay deferred).
         """
         with self._heads_lock:
             for space, seq in list(self._deferred.items()):
-                self._put_head(space, pending=seq, done=seq, dels=None)
-                del self._deferred[space]
+                if spaces is None or space in spaces:
+                    self._put_head(space, pending=seq, done=seq, dels=None)
+                    del self._deferred[space]
 
     def close(self) -> None:
-        """Write the deferred ends and stop the thread that writes them."""
+        """Write the deferred ends and stop the thread that writes them.
+
+        A failure to write is logged, not raised: the head then says ``pending > done``, which
+        readers re-read and this writer settles when it reopens; the rest of closing goes on.
+        """
         with self._wake:
             self._closed = True
             self._wake.notify()
-            thread = self._flusher
-        if thread is not None:
+            thread, at_exit, self._at_exit = self._flusher, self._at_exit, None
+        if at_exit is not None:
+            atexit.unregister(at_exit)
+        if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
-        self.flush()
+        try:
+            self.flush()
+        except StoreError:
+            _log.warning("the change feed's last ends could not be written; the writer settles them when it reopens")
 
     def _flush_later(self) -> None:
         with self._wake:
             while not self._closed:
-                if self._deadline is None:
-                    self._wake.wait()
+                now = time.monotonic()
+                due = [sp for sp, at in self._deadlines.items() if at <= now]
+                if not due:
+                    nxt = min(self._deadlines.values(), default=None)
+                    self._wake.wait(None if nxt is None else nxt - now)
                     continue
-                left = self._deadline - time.monotonic()
-                if left > 0:
-                    self._wake.wait(left)
-                    continue
-                self._deadline = None
+                for sp in due:
+                    del self._deadlines[sp]
                 self._wake.release()
                 try:
-                    self.flush()
-                except StoreError:  # the next begin or close() writes it; readers re-read meanwhile
-                    _log.warning("a deferred change-feed end could not be written; it is retried")
+                    self.flush(due)
+                    failed = False
+                except StoreError:  # readers re-read meanwhile; tried again in a second
+                    _log.warning("a deferred change-feed end could not be written; retrying")
+                    failed = True
                 finally:
                     self._wake.acquire()
+                if failed:
+                    for sp in due:
+                        self._deadlines.setdefault(sp, time.monotonic() + _RETRY_S)
 
     def _put_head(self, space: str, *, pending: int, done: int, dels: int | None) -> None:
         with self._mutex:

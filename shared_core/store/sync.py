@@ -368,12 +368,13 @@ class ChangeFeed:
     def _due(self, space: str, delay: float) -> None:
         """Have the thread write ``space``'s deferred end after ``delay`` (each space its own time)."""
         with self._wake:
+            idle = not self._deadlines  # else the thread wakes at the earliest deadline and looks again
             self._deadlines[space] = time.monotonic() + delay
             if self._flusher is None:
                 self._flusher = threading.Thread(target=self._flush_later, name="recall-gate-feed-ends", daemon=True)
                 self._flusher.start()
                 self._at_exit = _flush_at_exit(self)
-            else:
+            elif idle:
                 self._wake.notify()
 
     def done_in(self, space: str) -> int:

@@ -262,6 +262,17 @@ def test_disk_full_or_read_only_at_each_step_is_typed_and_whole(
     assert state["upsert_disk_full"]["bodies"] == [BODY_A]
 
 
+def _a_failed_listing_writes_nothing(store: MemoryStore, monkeypatch: pytest.MonkeyPatch, step: str) -> None:
+    """ENOSPC on a sole writer's one-time listing (``step``): a typed StoreError naming no text, nothing written."""
+    with monkeypatch.context() as m:
+        fail_step(m, step, ENOSPC)
+        with pytest.raises(StoreError) as err:
+            store.add([mem(BODY_B, source_record_id="src-b")])
+    assert "OSError" in str(err.value)
+    assert_no_text(str(err.value), [BODY_A, BODY_B])
+    assert bodies(store) == [BODY_A]  # refused before anything was written
+
+
 def test_sole_writer_tombstone_load_and_write_faults_are_typed_and_retried(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -269,13 +280,7 @@ def test_sole_writer_tombstone_load_and_write_faults_are_typed_and_retried(
     with make_store(tmp_path / "s", tombstone_mirror=False) as store:
         store.add([mem(BODY_A, source_record_id="src-a")])
         store._ledger.clear_cache()  # as after a reopen of the client: the next check loads
-        with monkeypatch.context() as m:
-            fail_step(m, "list tombstones", ENOSPC)
-            with pytest.raises(StoreError) as err:
-                store.add([mem(BODY_B, source_record_id="src-b")])
-        assert "OSError" in str(err.value)
-        assert_no_text(str(err.value), [BODY_A, BODY_B])
-        assert bodies(store) == [BODY_A]  # refused before anything was written
+        _a_failed_listing_writes_nothing(store, monkeypatch, "list tombstones")
         with monkeypatch.context() as m:
             fail_step(m, "tombstone", ENOSPC, applied=True)
             with pytest.raises(StoreError):
@@ -328,13 +333,7 @@ def test_sole_writer_ids_are_listed_once_and_kept_a_superset(
         return chroma_call(what, fn, **kwargs)
 
     with make_store(folder) as store:
-        with monkeypatch.context() as m:
-            fail_step(m, "list ids", ENOSPC)
-            with pytest.raises(StoreError) as err:
-                store.add([mem(BODY_B, source_record_id="src-b")])
-        assert "OSError" in str(err.value)
-        assert_no_text(str(err.value), [BODY_A, BODY_B])
-        assert bodies(store) == [BODY_A]  # refused before anything was written
+        _a_failed_listing_writes_nothing(store, monkeypatch, "list ids")
         store._backend.clear()  # as after a reopen of the client
         with monkeypatch.context() as m:
             for module in STORE_MODULES:

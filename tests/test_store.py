@@ -412,6 +412,9 @@ def test_a_reader_sees_every_write_while_the_writers_end_is_deferred(tmp_path: P
                 "The kite shed is behind the boathouse."
             ]
             writer.add([mem("Herons nest on the north bank in spring.")])
+            feed = writer._backend.feed
+            assert _feed_heads(folder) == [("s1", 2, 1)]  # stored: the end of 2 is deferred
+            assert feed.heads("s1")[feed.writer].done == 2  # the writer's own cache knows 2 landed
             for _ in range(2):  # pending > done: the reader re-reads the writer's last commit, never misses it
                 assert "Herons nest on the north bank in spring." in {
                     h.record.body for h in reader.search("herons nest", scope=SCOPE)[0]

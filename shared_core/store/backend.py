@@ -79,7 +79,8 @@ class ChromaBackend:
         sole_writer: no other client writes these collections (an embedded store holding its
             folder's writer lock): the ids of a space are listed from Chroma once and kept up to
             date by :meth:`commit`, and :meth:`get` asks Chroma only for ids that may be stored
-            (a write of new memories reads nothing back; one read less per call).
+            (a write of new memories reads nothing back; one read less per call); its change feed
+            defers each commit's end (:class:`~.sync.ChangeFeed`).
     """
 
     def __init__(
@@ -106,7 +107,7 @@ class ChromaBackend:
             if folder is not None
             else ChromaFeedStorage(lambda: self.cols.client, prefix=prefix, read_only=read_only)
         )
-        self.feed = ChangeFeed(storage, writer_id=writer_id, defer_ends=sole_writer and folder is not None and not read_only)
+        self.feed = ChangeFeed(storage, writer_id=writer_id, defer_ends=sole_writer and not read_only)
         self.cols.on_reopen.append(self.feed.clear_cache)
         self.cache = PartitionCache(
             self.cols,

@@ -191,10 +191,7 @@ class PartitionCache:
             started = time.monotonic_ns()
             heads = self.feed.heads(space)
             self._catch_up(space, targets, state.seen, heads)
-            own = state.seen.get(self.feed.writer, 0)  # its own commits are applied as they land, and a
-            state.seen.update({w: h.done for w, h in heads.items()})  # deferred end (sync.ChangeFeed)
-            if state.seen.get(self.feed.writer, 0) < own:  # must not make it re-read them
-                state.seen[self.feed.writer] = own
+            state.seen.update({w: h.done for w, h in heads.items()})
             state.polled_ns = started
 
     def _catch_up(
@@ -276,8 +273,6 @@ class PartitionCache:
             return part, {}
         heads = self.feed.heads(space)
         done = {w: h.done for w, h in heads.items()}
-        if self.feed.writer in done:  # this writer's own commits have landed, ends deferred or not
-            done[self.feed.writer] = max(done[self.feed.writer], self.feed.done_in(space))
         if self._snapdir is not None:
             snap = snapshot.load(
                 self._snapdir,
@@ -287,7 +282,7 @@ class PartitionCache:
                 embedding=self.cols.embedder.name,
                 collection_id=str(col.id),
             )
-            if snap is not None and all(w in done and done[w] >= s for w, s in snap.heads.items()):
+            if snap is not None and all(w in heads and heads[w].done >= s for w, s in snap.heads.items()):
                 self._saved[key] = snap.partition.version
                 self._catch_up(space, [snap.partition], snap.heads, heads)
                 return snap.partition, done

@@ -46,7 +46,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -363,24 +363,15 @@ class ChangeFeed:
             with self._mutex:
                 self._done[space] = seq
             self._deferred[space] = seq
-        self._due(space, self.defer_s)
-
-    def _due(self, space: str, delay: float) -> None:
-        """Have the thread write ``space``'s deferred end after ``delay`` (each space its own time)."""
-        with self._wake:
+        with self._wake:  # each space its own time: a busy space does not hold back another's end
             idle = not self._deadlines  # else the thread wakes at the earliest deadline and looks again
-            self._deadlines[space] = time.monotonic() + delay
+            self._deadlines[space] = time.monotonic() + self.defer_s
             if self._flusher is None:
                 self._flusher = threading.Thread(target=self._flush_later, name="recall-gate-feed-ends", daemon=True)
                 self._flusher.start()
                 self._at_exit = _flush_at_exit(self)
             elif idle:
                 self._wake.notify()
-
-    def done_in(self, space: str) -> int:
-        """The last commit this writer finished in a space (its end possibly not written yet)."""
-        with self._mutex:
-            return self._done.get(space, 0)
 
     def flush(self, spaces: Sequence[str] | None = None) -> None:
         """Write the deferred ends now (of ``spaces``, default all).
@@ -467,7 +458,13 @@ class ChangeFeed:
     # -- reader ---------------------------------------------------------------------------------
 
     def heads(self, space: str) -> dict[str, Head]:
-        """Every writer's head in a space (one small read)."""
+        """Every writer's head in a space (one small read).
+
+        This writer's own head says ``done`` as this writer knows it: a commit whose end is
+        deferred has landed, and its own cache must not re-read it.
+        """
+        with self._mutex:
+            mine = self._done.get(space, 0)
         out: dict[str, Head] = {}
         for meta in self.storage.heads({"space": space}):
             try:
@@ -480,6 +477,8 @@ class ChangeFeed:
                 )
             except (KeyError, TypeError, ValueError):
                 raise StoreError(f"a change-feed head of space {space!r} is malformed") from None
+            if head.writer == self.writer and head.done < mine:
+                head = replace(head, done=mine)
             out[head.writer] = head
         return out
 

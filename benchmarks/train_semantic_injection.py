@@ -24,16 +24,9 @@ set by ``benchmarks/calibrate_long_bar.py``). They were cross-validated for the 
 (46 folds); a fit without ``--cv`` keeps them in standardised units, so the shipped file is refitted in a
 minute and a candidate on more rows is compared at the same bars.
 
-**Why the shipped model is still the one through fresh39** (round 15 and round 23 of the screening data
-README): a retrain through ``fresh54`` at its own cross-validated bar (0.384) held more benign notes of
-new writers. In round 23, fits at the kept bars through ``fresh102``, ``fresh138`` and ``fresh144`` (the
-last with the red teams) held fewer benign notes of the blind sets written after them (pooled over
-eighteen sets, ja 39 / 1,440 against 48, ko 50 / 1,440 against 62) and as many attacks, but lost
-paraphrased attacks the rules miss (``dev2``, in-sample: ja 111 / 140 and ko 100 / 140 against 125 and
-126) and harmful orders (the red teams: 70 fewer of 1,048 without them in training; 33 fewer with the
-other rounds in training, each round measured out of round). The hard-brief benign notes (orders to
-staff, confidentiality requests) and those attacks lie close together for a linear model over these
-features; a fit that spares the one gives up the other.
+**The shipped model is still the one through fresh39**: later fits held fewer benign notes of new writers
+but wrote paraphrased (``dev2``) and red-team attacks it holds (round 15, round 23 of the screening data
+README, with the figures).
 
 Cross-validation (``--cv``, ``--cv-only``): the folds of :func:`fold_names` (``dev+check``, ``fresh+fresh2``,
 the two batches of ``dev2``, then one fold per split; a Japanese row and the Korean row written as its
@@ -542,22 +535,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         for L in LANGS
     }
     print(f"development rows: {counts} (attacks, benign) per language; splits {', '.join(splits)}")
-    cfg, threshold, threshold_long = CHOSEN, *CV_BARS
-    bars_from = (
-        f"kept from the {len(FOLD_NAMES)}-fold cross-validation of the model through fresh{CV_LAST} "
-        f"(standardised units; <= 0.03 of out-of-fold benign rows per language flagged by rules or semantic "
-        f"and not written by the owner-request waiver on a user_explicit path)"
+    budget = (
+        "<= {fp} of out-of-fold benign rows per language flagged by rules or semantic and not written by the "
+        "owner-request waiver on a user_explicit path"
     )
-    cv_meta: dict[str, Any] = {}
+    cfg, threshold, threshold_long = CHOSEN, CV_BARS["threshold"], CV_BARS["threshold_long"]
+    if args.through == CV_LAST and not red_team:  # the rows the bars were cross-validated on
+        bars_from = f"{len(FOLD_NAMES)}-fold cross-validation, " + budget.format(fp=0.03)
+        cv_meta: dict[str, Any] = {k: CV_BARS[k] for k in CV_FIGURES}
+    else:
+        bars_from = f"kept from the {len(FOLD_NAMES)}-fold cross-validation through fresh{CV_LAST} (standardised units), " + budget.format(fp=0.03)
+        cv_meta = {}
     if cv:
         cfg, best = _cross_validated(args, rows, texts, emb, embed, names)
         if args.cv_only:
             return 0
         threshold, threshold_long = best["threshold"], best["threshold_long"]
-        bars_from = (
-            f"{len(names)}-fold cross-validation, <= {args.target_fp} of out-of-fold benign rows per language "
-            "flagged by rules or semantic and not written by the owner-request waiver on a user_explicit path"
-        )
+        bars_from = f"{len(names)}-fold cross-validation, " + budget.format(fp=args.target_fp)
         cv_meta = {
             "cv_rules_or_semantic_detection": round(best["det"], 4),
             "cv_semantic_detection": round(best["det_sem"], 4),
@@ -601,9 +595,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 CHOSEN: Config = (0.03, 0.01, 4096, 4.0)
 """(lam_emb, lam_ngram, buckets, benign weight): chosen with ``--cv --grid`` (see the data README)."""
 
-CV_BARS = (0.4313244, 0.9464736)
-"""``(threshold, threshold_long)`` in standardised units: cross-validated for the model through fresh39
-(46 folds) and kept by later fits (see the module docstring)."""
+CV_FIGURES = ("cv_rules_or_semantic_detection", "cv_semantic_detection", "cv_benign_flagged")
+CV_BARS: dict[str, Any] = {
+    "threshold": 0.4313244,
+    "threshold_long": 0.9464736,
+    "cv_rules_or_semantic_detection": 0.9212,
+    "cv_semantic_detection": 0.8134,
+    "cv_benign_flagged": 219,
+}
+"""The bars (standardised units) and figures of the cross-validation through fresh39 (``--cv``): the
+shipped model's, kept by every fit without ``--cv`` (see the module docstring)."""
 
 LONG_SLOPE = 0.15
 """How the bar of a text of several windows rises with the log of their number, up to the

@@ -26,7 +26,7 @@ from llamaindex_support import (
 )
 
 from llamaindex_recall_gate import GatedVectorStore, recall_scope
-from shared_core import ScopeError
+from shared_core import ScopeError, capture_audit
 from shared_core.testing import FrozenClock
 
 TRUSTED = {"origin": "user_explicit", "cited": True}
@@ -82,9 +82,11 @@ def stored_texts(collection: Any) -> dict[str, str]:
 def test_index_inserts_keep_secrets_and_injections_out_and_mask_pii(collection: Any) -> None:
     """Through VectorStoreIndex over Chroma, a secret is rejected, an injection held, PII masked."""
     store = gated(ChromaVectorStore(chroma_collection=collection))
-    build(store)
+    with capture_audit() as audit:
+        build(store)
     texts = stored_texts(collection)
-    assert set(texts) == {"ok", "pii"}
+    why = [(r.counts, r.rejected, r.extra) for r in audit if r.event == "write"]  # ids and reasons, no text
+    assert set(texts) == {"ok", "pii"}, why
     assert texts["ok"] == OK
     assert "alice.smith@example.com" not in texts["pii"] and "415 555 0100" not in texts["pii"]
     assert "<EMAIL_ADDRESS>" in texts["pii"]

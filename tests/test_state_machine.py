@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -56,6 +57,7 @@ class WriteSideMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         self.store.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        Path(f"{self.dir}.tombstones.jsonl").unlink(missing_ok=True)  # the mirror lives beside the folder
 
     def _apply(self, decisions, sources):  # type: ignore[no-untyped-def]
         for d, src in zip(decisions, sources, strict=True):

@@ -22,6 +22,10 @@ The screen reads the text through the shared decoding step: full-width digits an
 folded (``０９０－１２３４－５６７８`` is found), invisible characters removed, escapes decoded;
 findings point into the original text.
 
+A run of digits inside a hexadecimal identifier (the groups of a UUID ``645d3466-1130-4077-...``,
+a hash) is not a number: about one random UUID in 150 holds a phone-shaped run, and node ids are
+UUIDs.
+
 Entities that need a language model (``PERSON``, ``LOCATION``, ``ORGANIZATION``, ``NRP``) are
 *not* found: a write policy should rely on this screen for contact data and identifiers only.
 
@@ -68,7 +72,7 @@ from .findings import (
     check_text,
     resolve_overlaps,
 )
-from .validators import my_number_ok, phone_text_ok
+from .validators import inside_hex_id, my_number_ok, phone_text_ok
 
 if TYPE_CHECKING:
     from presidio_analyzer import AnalyzerEngine
@@ -361,6 +365,7 @@ class PiiScreen:
             for r in results
             if 0 <= r.start < r.end <= len(target) and _result_ok(target, r.entity_type, r.start, r.end)
         )
+        findings = [f for f in findings if not _in_hex_id(target, f.start, f.end)]
         if views:
             mapped = []
             for f in findings:
@@ -483,6 +488,11 @@ def _result_ok(text: str, entity: str, start: int, end: int) -> bool:
     if span[:1].isdigit() and start >= 2 and text[start - 1] in ".," and text[start - 2].isdigit():
         return False
     return entity != "PHONE_NUMBER" or phone_text_ok(span)
+
+
+def _in_hex_id(text: str, start: int, end: int) -> bool:
+    """Whether a match of digits (no letters) is part of a UUID, a hash or another hex id."""
+    return not any(c.isascii() and c.isalpha() for c in text[start:end]) and inside_hex_id(text, start, end)
 
 
 def _check_regex(pattern: str) -> None:

@@ -24,7 +24,7 @@ from .orders import ORDER_VALIDATORS
 from .registry import FEATURES, VALIDATORS, toml_loads
 from .speech import has_cjk
 
-__all__ = ["card_digits_ok", "looks_made_up", "luhn_ok", "my_number_ok", "value_ok"]
+__all__ = ["card_digits_ok", "inside_hex_id", "looks_made_up", "luhn_ok", "my_number_ok", "value_ok"]
 
 
 @lru_cache(maxsize=1)
@@ -45,6 +45,32 @@ def luhn_ok(digits: str) -> bool:
                 d -= 9
         total += d
     return total % 10 == 0
+
+
+_HEX_ID_CHARS = frozenset("0123456789abcdefABCDEF-")
+_HEX_LETTERS = frozenset("abcdefABCDEF")
+HEX_ID_MIN = 16
+"""Hex digits an identifier around a digit match needs before the match counts as part of it."""
+
+
+def inside_hex_id(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` lies inside a hexadecimal identifier (a UUID, a hash, a hex id).
+
+    The run of hex digits and dashes around the span must hold at least :data:`HEX_ID_MIN` hex
+    digits, at least one of them a letter: the digit groups of ``645d3466-1130-4077-8c7a-...``
+    or ``d556060750834fdc...`` are not a card or a phone number (about one random UUID in 150
+    holds a phone-shaped run, one in 3,000 a Luhn-valid grouped one). A number written on its
+    own (``4111 1111 1111 1111``, ``TEL0312345678``) has no hex letters around it and is kept.
+    """
+    lo, hi = start, end
+    while lo > 0 and text[lo - 1] in _HEX_ID_CHARS:
+        lo -= 1
+    while hi < len(text) and text[hi] in _HEX_ID_CHARS:
+        hi += 1
+    run = text[lo:hi]
+    if any(c not in _HEX_ID_CHARS for c in run) or not any(c in _HEX_LETTERS for c in run):
+        return False
+    return sum(c != "-" for c in run) >= HEX_ID_MIN
 
 
 def my_number_ok(digits: str) -> bool:
@@ -267,12 +293,15 @@ def card_digits_ok(digits: str) -> bool:
 def _card(m: Match[str], g: int | str) -> bool:
     """A card number: Luhn-valid digits in a card-like context.
 
-    Part of a decimal number (``0.6511772622175621``) is never a card; digits written in groups
-    (``4111 1111 1111 1111``, ``4111.1111.1111.1111``) are; an ungrouped run of digits counts
-    only with a card word (card, visa, カード, 카드, ...) shortly before it.
+    Part of a decimal number (``0.6511772622175621``) or of a hex identifier (a UUID) is never a
+    card; digits written in groups (``4111 1111 1111 1111``, ``4111.1111.1111.1111``) are; an
+    ungrouped run of digits counts only with a card word (card, visa, カード, 카드, ...) shortly
+    before it.
     """
     text, (start, end) = m.string, m.span()
     if start >= 2 and text[start - 1] in ".," and text[start - 2].isdigit():
+        return False
+    if inside_hex_id(text, start, end):  # the digit groups of a UUID or a hash
         return False
     if end + 1 < len(text) and text[end] in ".," and text[end + 1].isdigit():
         return False

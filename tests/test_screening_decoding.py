@@ -170,6 +170,32 @@ def test_no_uuid_is_a_secret_or_pii(value: uuid.UUID) -> None:
         assert not screen(text).findings
 
 
+CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+@pytest.mark.parametrize("ulid", ["310JR4A3TP86HXGHK4Z09Y8H7D", "AKCTBJZTQSGDH7A94BB4BAFEWD"])
+def test_ulids_are_not_aws_or_artifactory_keys(ulid: str) -> None:
+    """A ULID holding ``A3T...`` or starting ``AKC`` is an id (detect-secrets' patterns took them)."""
+    assert not screen(ulid).has_secret and not screen(f"memory {ulid} saved").has_secret
+    [decision] = decide_writes([{**SCOPE, "id": ulid, "body": "The newsletter goes out on Tuesdays"}])
+    assert decision.action is WriteAction.WRITE
+
+
+@given(st.text(alphabet=CROCKFORD, min_size=26, max_size=26))
+@settings(max_examples=300, deadline=None)
+def test_no_ulid_is_a_secret(value: str) -> None:
+    """Property: no ULID-shaped id (26 Crockford base32 characters) holds a credential (W4)."""
+    assert not screen(value).has_secret
+
+
+def test_standalone_key_ids_and_full_artifactory_keys_are_still_found() -> None:
+    """The boundary and length checks keep real AWS key ids and Artifactory keys."""
+    secrets = SecretScreen()
+    assert {f.rule for f in secrets.scan("export AWS_ACCESS_KEY_ID=AKIA2E0A8F3B244C9986")} >= {"aws_access_key_id"}
+    key = "AKCp8" + "k2Rt7Yq9Lm3Nx5Vb8Zc1Qw4Ed6Rf0Tg2Yh7Uj9Ik3Ol5Pa8Sd1Fg4Hj6Kl0Zx2Cv7Bn9Mq3We5Rt8Yu1"[:68]
+    assert any(f.rule == "artifactory_token" for f in secrets.scan(f"X-JFrog-Art-Api: {key}"))
+
+
 def test_numbers_next_to_hex_letters_are_still_found_when_they_stand_alone() -> None:
     """Only a run of hex digits long enough to be an id excuses a number; real ones stay found."""
     pii = PiiScreen()

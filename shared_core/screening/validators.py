@@ -350,6 +350,35 @@ def _digit_and_letters(m: Match[str], g: int | str) -> bool:
     return any(c.isdigit() for c in s) and sum(c.isalpha() for c in s) >= 4
 
 
+def _long_key(m: Match[str], g: int | str) -> bool:
+    """An Artifactory API key: ``AKC`` and 70 more characters (60 at least), digits among them.
+
+    detect-secrets' pattern takes ``AKC`` and ten characters: a ULID such as
+    ``AKCTBJZTQSGDH7A94BB4BAFEWD`` (26 characters) is an id, not a key.
+    """
+    return len(m.group(0).strip(" \t\r\n=:\"")) >= 63 and _digit_and_letters(m, g)
+
+
+_UPPER_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def _standalone_key_id(m: Match[str], g: int | str) -> bool:
+    """An AWS access key id stands alone: 20 characters not glued to more letters or digits.
+
+    detect-secrets' pattern has no boundaries, so it finds ``A3TP86HXGHK4Z09Y8H7D`` inside the
+    ULID ``310JR4A3TP86HXGHK4Z09Y8H7D``. Its other pattern (``aws ... key ... '<40 chars>'``) is
+    kept as it is.
+    """
+    s, (start, end) = m.group(0), m.span()
+    if len(s) != 20 or not set(s) <= _UPPER_ALNUM:
+        return True
+    text = m.string
+    glued = (start > 0 and text[start - 1].isascii() and text[start - 1].isalnum()) or (
+        end < len(text) and text[end].isascii() and text[end].isalnum()
+    )
+    return not glued
+
+
 def _private_key_body(m: Match[str], g: int | str) -> bool:
     """A base64 body of a private key without its header: long, mixed case, digits."""
     s = "".join(m.group(0).split())
@@ -452,6 +481,8 @@ VALIDATORS.update(
         "jwt": _jwt,
         "basic_auth": _basic_auth,
         "digit_and_letters": _digit_and_letters,
+        "long_key": _long_key,
+        "standalone_key_id": _standalone_key_id,
         "private_key_body": _private_key_body,
         "env_fallback": _env_fallback,
         "cli_secret": _cli_secret,

@@ -60,7 +60,9 @@ def inside_hex_id(text: str, start: int, end: int) -> bool:
     digits, at least one of them a letter: the digit groups of ``645d3466-1130-4077-8c7a-...``
     or ``d556060750834fdc...`` are not a card or a phone number (about one random UUID in 150
     holds a phone-shaped run, one in 3,000 a Luhn-valid grouped one). A number written on its
-    own (``4111 1111 1111 1111``, ``TEL0312345678``) has no hex letters around it and is kept.
+    own (``4111 1111 1111 1111``, ``TEL0312345678``) has no hex letters around it and is kept. A
+    card deliberately run into hex digits (``...1111-abcdef0123``) reads as an id too: UUID groups
+    can align with a card's (``34329882-4138-4153-ac02-...``), so the two cannot be told apart.
     """
     lo, hi = start, end
     while lo > 0 and text[lo - 1] in _HEX_ID_CHARS:

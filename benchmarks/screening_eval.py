@@ -440,6 +440,9 @@ def eval_summary(data: Path, quick: bool) -> None:
             ">=0.90",
         )
     _target_row("injection: BIPIA clean e-mails, FP", flagged(inj.scan, emails), len(emails), "<=0.03")
+    _target_row(
+        f"injection: FP on SciFact abstracts ({len(prose)})", flagged(inj.scan, prose), len(prose), "<=0.01"
+    )
     notinject = [str(r["prompt"]) for r in json.loads((d / "notinject_one.json").read_text(encoding="utf-8"))]
     _target_row(
         "injection: NotInject (English, trigger words), FP",

@@ -172,6 +172,35 @@ def test_a_line_cut_at_a_rotation_boundary_is_found(tmp_path: Path) -> None:
     assert verify_chain(path) == (False, 1)
 
 
+def test_a_writer_killed_between_the_renames_of_a_rotation_leaves_a_valid_chain(tmp_path: Path) -> None:
+    """Killed after ``.1`` became ``.2`` and before ``audit.jsonl`` became ``.1``: the gap in the
+    numbers is no broken link, later writes and rotations carry on, and a removed file is still found.
+
+    (Seen once in CI: the SIGKILL test below stops its writer as soon as ``.2`` appears.)
+    """
+    path = tmp_path / "audit.jsonl"
+    sink = JsonlSink(path, max_bytes=2000, backups=4)
+    n = 0
+    while not path.with_name("audit.jsonl.1").exists() or path.stat().st_size < 500:
+        sink(record(n))
+        n += 1
+    assert [p.name for p in rotated_set(path)] == ["audit.jsonl.1", "audit.jsonl"]
+    os.replace(path.with_name("audit.jsonl.1"), path.with_name("audit.jsonl.2"))  # the first rename only
+    for p in rotated_set(path):
+        assert verify_chain(p) == (True, None), p.name
+    sink = JsonlSink(path, max_bytes=2000, backups=4)
+    for i in range(n, 60):
+        sink(record(i))
+    files = rotated_set(path)
+    assert "audit.jsonl.1" in [p.name for p in files] and len(files) == 5
+    for p in files:
+        assert verify_chain(p) == (True, None), p.name
+    ids = all_ids(path)
+    assert ids == [f"m{i}" for i in range(60 - len(ids), 60)]
+    files[1].unlink()  # a file taken out of the middle of the rotation
+    assert verify_chain(files[2]) == (False, 1)
+
+
 def test_an_interrupted_last_line_is_ignored_then_removed(tmp_path: Path) -> None:
     """A torn tail (power loss) is not a record: verify and read skip it, the next writer cuts it."""
     path = tmp_path / "audit.jsonl"

@@ -203,6 +203,22 @@ def _rotated(path: Path, index: int) -> Path:
     return path.with_name(f"{path.name}.{index}")
 
 
+def _predecessor(base: Path, index: int) -> Path | None:
+    """The rotated file written before ``base``'s file number ``index`` (0: ``base`` itself).
+
+    That is the existing file with the next higher number: a writer killed inside
+    :meth:`JsonlSink._rotate`, after ``.1`` became ``.2`` and before ``audit.jsonl`` became ``.1``,
+    leaves a gap in the numbers that later rotations carry along. A file removed from the middle
+    is still found: the next older file's last hash is not what the newer file's first line names.
+    """
+    numbers = sorted(
+        int(n)
+        for q in base.parent.glob(base.name + ".*")
+        if (n := q.name[len(base.name) + 1 :]).isdigit() and int(n) > index
+    )
+    return _rotated(base, numbers[0]) if numbers else None
+
+
 def _complete_lines(data: bytes) -> list[bytes]:
     """Lines ended by a newline (an unterminated last fragment is an interrupted write)."""
     lines = data.split(b"\n")
@@ -269,7 +285,7 @@ def verify_chain(path: str | Path) -> tuple[bool, int | None]:
     Every line must carry the envelope, its ``hash`` must match its content, and its ``prev``
     must be the ``hash`` of the line before it. The line before line 1 is the last line of the
     previous file in the rotation (``audit.jsonl.1`` before ``audit.jsonl``, ``.2`` before
-    ``.1``); without one, line 1 must start the chain (``prev`` = :data:`GENESIS`), except in a
+    ``.1``; the next higher number that exists, after a writer killed mid-rotation); without one, line 1 must start the chain (``prev`` = :data:`GENESIS`), except in a
     rotated file whose predecessor was dropped, where line 1 is taken as the anchor. An
     interrupted last line (no newline) is not a record and is ignored. Lines written before the
     chain existed (no envelope) are accepted only at the start of the file.
@@ -284,15 +300,13 @@ def verify_chain(path: str | Path) -> tuple[bool, int | None]:
     """
     p = Path(path)
     stem, _, suffix = p.name.rpartition(".")
-    predecessor: Path | None
     if stem and suffix.isdigit():
-        predecessor = p.with_name(f"{stem}.{int(suffix) + 1}")
-        rotated = True
+        base, index, rotated = p.with_name(stem), int(suffix), True
     else:
-        predecessor = _rotated(p, 1)
-        rotated = False
+        base, index, rotated = p, 0, False
+    predecessor = _predecessor(base, index)
     expected: str | None = GENESIS
-    if predecessor.exists():
+    if predecessor is not None:
         expected = _file_head(predecessor)
     elif rotated:
         expected = None  # the file before it was dropped by rotation: line 1 is the anchor

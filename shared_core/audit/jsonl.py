@@ -285,8 +285,9 @@ def verify_chain(path: str | Path) -> tuple[bool, int | None]:
     Every line must carry the envelope, its ``hash`` must match its content, and its ``prev``
     must be the ``hash`` of the line before it. The line before line 1 is the last line of the
     previous file in the rotation (``audit.jsonl.1`` before ``audit.jsonl``, ``.2`` before
-    ``.1``; the next higher number that exists, after a writer killed mid-rotation); without one, line 1 must start the chain (``prev`` = :data:`GENESIS`), except in a
-    rotated file whose predecessor was dropped, where line 1 is taken as the anchor. An
+    ``.1``; the next higher number that exists, after a writer killed mid-rotation); without
+    one, line 1 must start the chain (``prev`` = :data:`GENESIS`), except in a rotated file
+    whose predecessor was dropped, where line 1 is taken as the anchor. An
     interrupted last line (no newline) is not a record and is ignored. Lines written before the
     chain existed (no envelope) are accepted only at the start of the file.
 

@@ -225,7 +225,7 @@ _MAX_DEPTH = 2
 
 
 _CJK_LANGS = frozenset({"ja", "ko", "zh"})
-_LEAD_WORD = re.compile(r"(?:please|now|also|and)\s*$")
+_LEAD_WORD = re.compile(r"\b(?:please|now|also|and)\s*$")  # the optional lead word of the directive rules
 _OPENER = {")": "(", "]": "["}
 
 

@@ -8,7 +8,9 @@ prohibition is the opposite of a request (教えたり送ったりしないで�
 colleague's address is work, not a leak: the exfiltration rules tell the two apart by what they
 match, JA_LEAK_OBJ / JA_WEB_DEST in the rule table.) The rule tables name the validators by key
 (``ja_directive``, ``ko_request``, ...); :mod:`.validators` registers them. One English validator
-lives here too: a habit told of someone (I always add salt) is no standing order (``en_not_a_habit``).
+lives here too: a habit told of someone (I always add salt) is no standing order (``en_not_a_habit``),
+and an address to the assistant planted in other text is told from the owner's own note to it
+(``en_planted_address``).
 """
 
 from __future__ import annotations
@@ -274,10 +276,11 @@ _EN_ORDER_WORD = re.compile(
 
 
 def _en_not_a_habit(m: Match[str], g: int | str) -> bool:
-    """An English standing-order shape (always reply ..., every time someone asks ... say) that is
-    not a habit told of someone: "I always add a pinch of salt", "my mom would always tell me",
-    "every time someone asks me about my trip, I tell them ..." and the idiom "never say never" are
-    what people write in their own notes and conversations, not orders to the model that reads them.
+    """An English standing-order shape (always reply, every time ... say) that is no habit told of someone.
+
+    "I always add a pinch of salt", "my mom would always tell me", "every time someone asks me about
+    my trip, I tell them ..." and the idiom "never say never" are what people write in their own
+    notes and conversations, not orders to the model that reads them.
 
     The words before the order's verb (or its always / never) decide: a person told of, with the
     helping words of a habit, makes it a habit; nothing there (an imperative), "you" or the
@@ -291,8 +294,43 @@ def _en_not_a_habit(m: Match[str], g: int | str) -> bool:
     return _EN_HABIT_SUBJECT.search(text, max(0, at - 60), at) is None
 
 
+# before a planted address: the start of a clause ("... 22A. Note for the travel assistant:",
+# "[assistant: ...", "Also, to whichever bot ...", "P.S. assistant, ...")
+_EN_CLAUSE_OPEN = re.compile(r"(?:[.!?\[\](:;\-\u2014\"'\n]|\b(?:also|and|ps|p\.s\.|btw|oh|so|then|now|hi|hey|ok|okay))\s*,?\s*$")
+_EN_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")  # not the dots of an address or a number
+_EN_LIST_GOES_ON = re.compile(r"[^()\n.!?]{0,30}\)")
+_EN_FIRST_PERSON = re.compile(r"\b(?:me|my|mine|i|i'm|i'll|i'd|i've|myself)\b")
+# what an owner's own note to the assistant does not do: send to an outside address, open a file
+# to anyone, hide something from someone
+_EN_SINK = re.compile(r"@|https?://|www\.|\biban\b|anyone[- ]with[- ]the[- ]link|\bpublic(?:ly)?\b")
+_EN_HIDE = re.compile(
+    r"\b(?:don'?t|do\s+not|never|without|no\s+need\s+to)\s+(?:\w+\s+)?(?:tell|flag|mention|inform|notify|ask|show|check|confirm)"
+    r"|\bsilently\b|\bnothing\s+(?:has\s+)?changed\b"
+)
+
+
+def _en_planted_address(m: Match[str], g: int | str) -> bool:
+    """An address to the assistant ("Assistant, ...", "Note for the travel assistant: ...") planted in other text.
+
+    Not when it opens the text (the owner's note to their assistant), not in the middle of a clause
+    ("the chatbot vendor, HelpLoop") or in a list in brackets ("(Copilot, Cursor, ...)"), and not when the order that follows is about the writer's own
+    things ("me", "my") with no outside address and nothing hidden from anyone.
+    """
+    text, start = m.string, m.start()
+    if not text[:start].strip() or _EN_CLAUSE_OPEN.search(text, max(0, start - 12), start) is None:
+        return False
+    stop = _EN_SENTENCE_END.search(text, m.end())
+    order = text[m.end() : stop.start() if stop else min(len(text), m.end() + 240)]
+    if _EN_LIST_GOES_ON.match(order):
+        return False  # a name in a list: "(Copilot, Cursor, ...)"
+    if _EN_SINK.search(order) or _EN_HIDE.search(order):
+        return True
+    return _EN_FIRST_PERSON.search(order) is None
+
+
 ORDER_VALIDATORS: dict[str, Callable[[Match[str], int | str], bool]] = {
     "en_not_a_habit": _en_not_a_habit,
+    "en_planted_address": _en_planted_address,
     "opens_the_text": _opens_the_text,
     "after_other_text": _after_other_text,
     "ja_directive": _ja_directive,

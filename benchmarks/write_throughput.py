@@ -7,6 +7,9 @@ write; the gated side calls ``MemoryStore.add`` (every step: authority, contract
 injection screens, tombstones, trust, ids, dedup against the partition, supersede, commit to
 Chroma and the in-process indexes, audit). Embedding is excluded on both sides: the store's
 embedding looks the precomputed vector up by text. Sizes: batches of 100, and one memory per call.
+A third row writes the batches through ``MemoryStore.import_records(skip=["screens"])`` (the bulk
+import that opts out of the secret / PII / injection screens and says so in its audit record): the
+rest of the gate on its own, so the table shows what the screens cost and what is left without them.
 
     python benchmarks/write_throughput.py              # 2,000 memories, batches of 100 and single writes
     python benchmarks/write_throughput.py --n 1000 --single 200
@@ -103,8 +106,11 @@ def raw_chroma(items: list[dict[str, Any]], vectors: NDArray[np.float32], batch:
     return len(records) / (time.perf_counter() - t0)
 
 
-def gated(items: list[dict[str, Any]], vectors: NDArray[np.float32], batch: int, folder: Path) -> tuple[float, dict[str, int]]:
-    """Memories per second through ``MemoryStore.add`` (embedding excluded), and the actions taken."""
+def gated(
+    items: list[dict[str, Any]], vectors: NDArray[np.float32], batch: int, folder: Path, skip: Sequence[str] = ()
+) -> tuple[float, dict[str, int]]:
+    """Memories per second through ``MemoryStore.add`` (embedding excluded), and the actions taken;
+    with ``skip``, through ``import_records`` with those steps left out."""
     lookup = LookupEmbedding({it["body"]: v for it, v in zip(items, vectors, strict=True)})
     stem.cache_clear()  # no round starts with the words or ids of an earlier one cached
     memory_id.cache_clear()
@@ -112,7 +118,11 @@ def gated(items: list[dict[str, Any]], vectors: NDArray[np.float32], batch: int,
     actions: dict[str, int] = {}
     t0 = time.perf_counter()
     for start in range(0, len(items), batch):
-        for d in store.add(items[start : start + batch]):
+        part = items[start : start + batch]
+        decisions = (
+            store.import_records(part, vectors=vectors[start : start + batch], skip=skip) if skip else store.add(part)
+        )
+        for d in decisions:
             actions[d.action.value] = actions.get(d.action.value, 0) + 1
     rate = len(items) / (time.perf_counter() - t0)
     store.close()
@@ -132,14 +142,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     warm = MemoryStore.in_memory(embedding=LookupEmbedding({"warm up": vectors[0]}))
     warm.add([{**SCOPE, "body": "warm up", "origin": "user_explicit"}])  # loads the screens' models once
     warm.close()
-    for label, batch, count in ((f"batches of {args.batch}", args.batch, len(items)), ("one per call", 1, args.single)):
+    runs: tuple[tuple[str, int, int, tuple[str, ...]], ...] = (
+        (f"batches of {args.batch}", args.batch, len(items), ()),
+        ("one per call", 1, args.single, ()),
+        (f"batches of {args.batch}, screens skipped (import_records)", args.batch, len(items), ("screens",)),
+    )
+    for label, batch, count, skip in runs:
         part, vecs = items[:count], vectors[:count]
         raws, rates, ratios = [], [], []
         for _ in range(args.rounds):  # raw and gated alternate, so load on the machine hits both
             tmp = Path(tempfile.mkdtemp(prefix="rg-write-"))
             try:
                 raw = raw_chroma(part, vecs, batch, tmp / "raw")
-                rate, actions = gated(part, vecs, batch, tmp / "gated")
+                rate, actions = gated(part, vecs, batch, tmp / "gated", skip)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
             raws.append(raw)

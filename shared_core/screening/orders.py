@@ -7,10 +7,8 @@ not said to the model (:mod:`.speech`), an order to a person (山田様, 김 대
 prohibition is the opposite of a request (教えたり送ったりしないでください). (A file sent to a
 colleague's address is work, not a leak: the exfiltration rules tell the two apart by what they
 match, JA_LEAK_OBJ / JA_WEB_DEST in the rule table.) The rule tables name the validators by key
-(``ja_directive``, ``ko_request``, ...); :mod:`.validators` registers them. One English validator
-lives here too: a habit told of someone (I always add salt) is no standing order (``en_not_a_habit``),
-and an address to the assistant planted in other text is told from the owner's own note to it
-(``en_planted_address``).
+(``ja_directive``, ``ko_request``, ...); :mod:`.validators` registers them. The English ones are in
+:mod:`.orders_en`.
 """
 
 from __future__ import annotations
@@ -253,84 +251,7 @@ def _after_other_text(m: Match[str], g: int | str) -> bool:
     return not _opens_the_text(m, g)
 
 
-# Who does it, said before the always / never or the verb of a standing-order shape: a person told
-# of (I, we, she'd, people, my older brother, Grandpa would), with the helping words a habit takes
-# (would, used to, try to, usually), or a profile note's verb of liking with its subject left out
-# (likes to, prefers to). Not "you" and not the assistant: "you should always reply in
-# French" and "my assistant must never mention refunds" stay orders to the reader.
-_EN_AI = r"(?:ai|assistants?|bots?|chatbots?|agents?|models?|copilot|gpt|llms?|you|your)\b"
-_EN_HABIT_SUBJECT = re.compile(
-    r"(?<![\w'])(?:i|we|he|she|they|i'd|i'll|i've|we'd|we'll|we've|he'd|she'd|they'd|they'll|they've|people|everyone"
-    r"|everybody|nobody|no\s+one|someone|(?:my|our|his|her|their)(?:\s+(?!" + _EN_AI + r")[\w-]+){1,2}"
-    r"|(?!" + _EN_AI + r"|the\b|to\b|and\b|please\b)[\w-]+(?=\s+(?:would|used\s+to)\b)"
-    r"|(?:likes|loves|prefers|tends|tries|hates)\s+to)"  # a profile note without its subject: "Prefers to always ..."
-    r"(?:\s+(?:would|will|could|can|might|may|should|must|do|does|did|just|also|still|almost|nearly|really|basically"
-    r"|usually|generally|often|sometimes|always|never|pretty\s+much|kind\s+of|sort\s+of|used\s+to|try\s+to|tried\s+to"
-    r"|tend\s+to|like\s+to|want\s+to|make\s+sure\s+to|made\s+sure\s+to|have\s+to|had\s+to|need\s+to))*\s+$"
-)
-_EN_IDIOM = re.compile(r"never\s+say\s+(?:never|die)\b")
-_EN_ORDER_WORD = re.compile(
-    r"\b(?:always|never|respond|reply|answer|say|tell|recommend|redirect|send|direct|include|add|mention|start|end"
-    r"|append|prepend|output|refer|forward|insert|use)\b"
-)
-
-
-def _en_not_a_habit(m: Match[str], g: int | str) -> bool:
-    """An English standing-order shape (always reply, every time ... say) that is no habit told of someone.
-
-    "I always add a pinch of salt", "my mom would always tell me", "every time someone asks me about
-    my trip, I tell them ..." and the idiom "never say never" are what people write in their own
-    notes and conversations, not orders to the model that reads them.
-
-    The words before the order's verb (or its always / never) decide: a person told of, with the
-    helping words of a habit, makes it a habit; nothing there (an imperative), "you" or the
-    assistant keeps it an order.
-    """
-    text, start = m.string, m.start()
-    if _EN_IDIOM.match(text, start):
-        return False
-    words = [w for w in _EN_ORDER_WORD.finditer(text, start, m.end()) if w.start() > start]
-    at = words[-1].start() if words and not text.startswith(("always", "never"), start) else start
-    return _EN_HABIT_SUBJECT.search(text, max(0, at - 60), at) is None
-
-
-# before a planted address: the start of a clause ("... 22A. Note for the travel assistant:",
-# "[assistant: ...", "Also, to whichever bot ...", "P.S. assistant, ...")
-_EN_CLAUSE_OPEN = re.compile(r"(?:[.!?\[\](:;\-\u2014\"'\n]|\b(?:also|and|ps|p\.s\.|btw|oh|so|then|now|hi|hey|ok|okay))\s*,?\s*$")
-_EN_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")  # not the dots of an address or a number
-_EN_LIST_GOES_ON = re.compile(r"[^()\n.!?]{0,30}\)")
-_EN_FIRST_PERSON = re.compile(r"\b(?:me|my|mine|i|i'm|i'll|i'd|i've|myself)\b")
-# what an owner's own note to the assistant does not do: send to an outside address, open a file
-# to anyone, hide something from someone
-_EN_SINK = re.compile(r"@|https?://|www\.|\biban\b|anyone[- ]with[- ]the[- ]link|\bpublic(?:ly)?\b")
-_EN_HIDE = re.compile(
-    r"\b(?:don'?t|do\s+not|never|without|no\s+need\s+to)\s+(?:\w+\s+)?(?:tell|flag|mention|inform|notify|ask|show|check|confirm)"
-    r"|\bsilently\b|\bnothing\s+(?:has\s+)?changed\b"
-)
-
-
-def _en_planted_address(m: Match[str], g: int | str) -> bool:
-    """An address to the assistant ("Assistant, ...", "Note for the travel assistant: ...") planted in other text.
-
-    Not when it opens the text (the owner's note to their assistant), not in the middle of a clause
-    ("the chatbot vendor, HelpLoop") or in a list in brackets ("(Copilot, Cursor, ...)"), and not when the order that follows is about the writer's own
-    things ("me", "my") with no outside address and nothing hidden from anyone.
-    """
-    text, start = m.string, m.start()
-    if not text[:start].strip() or _EN_CLAUSE_OPEN.search(text, max(0, start - 12), start) is None:
-        return False
-    stop = _EN_SENTENCE_END.search(text, m.end())
-    order = text[m.end() : stop.start() if stop else min(len(text), m.end() + 240)]
-    if _EN_LIST_GOES_ON.match(order):
-        return False  # a name in a list: "(Copilot, Cursor, ...)"
-    if _EN_SINK.search(order) or _EN_HIDE.search(order):
-        return True
-    return _EN_FIRST_PERSON.search(order) is None
-
-
 ORDER_VALIDATORS: dict[str, Callable[[Match[str], int | str], bool]] = {
-    "en_not_a_habit": _en_not_a_habit,
-    "en_planted_address": _en_planted_address,
     "opens_the_text": _opens_the_text,
     "after_other_text": _after_other_text,
     "ja_directive": _ja_directive,

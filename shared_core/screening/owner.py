@@ -95,6 +95,8 @@ def is_owner_request(text: str, rules: Collection[str], *, title: str = "") -> b
     against the user as the text is.
     """
     t = _tables()
+    if rules and _en_request(text, rules, title):
+        return True
     if not rules or not set(rules) <= t.order_rules or len(title) > t.max_chars:
         return False
     addressed = _addressed(t, text)
@@ -110,6 +112,43 @@ def is_owner_request(text: str, rules: Collection[str], *, title: str = "") -> b
             if _against_user(t, lang, view, compact):
                 return False
     return True
+
+
+@dataclass(frozen=True)
+class _English:
+    order_rules: frozenset[str]
+    max_chars: int
+    first_person: re.Pattern[str]
+    against: re.Pattern[str]
+
+
+@lru_cache(maxsize=1)
+def _english() -> _English:
+    text = (resources.files("shared_core") / "data" / "screening" / _FILE).read_text(encoding="utf-8")
+    en = toml_loads(text)["en"]
+    return _English(
+        order_rules=frozenset(en["order_rules"]),
+        max_chars=int(en["max_chars"]),
+        first_person=re.compile(en["first_person"]),
+        against=re.compile(en["against"]),
+    )
+
+
+def _en_request(text: str, rules: Collection[str], title: str) -> bool:
+    """An English standing preference of the writer's (round 26), in the text's half of the waiver.
+
+    One short line with no address needed ("From now on, answer in TypeScript unless I say
+    otherwise"), only the standing-order and output rules found, the writer in it (I, my, we), and
+    nothing that works against the user in the text or the title (the ``[en]`` table of
+    ``owner_requests.toml``).
+    """
+    e = _english()
+    if not set(rules) <= e.order_rules or len(text) > e.max_chars or "\n" in text.strip():
+        return False
+    norm, head = normalize(text), normalize(title)
+    if not e.first_person.search(norm):
+        return False
+    return not (e.against.search(norm) or e.against.search(head))
 
 
 def order_against_user(text: str) -> str | None:

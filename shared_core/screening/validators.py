@@ -21,6 +21,7 @@ from importlib import resources
 from re import Match
 
 from .orders import ORDER_VALIDATORS
+from .orders_en import EN_ORDER_VALIDATORS
 from .registry import FEATURES, VALIDATORS, toml_loads
 from .speech import has_cjk
 
@@ -173,6 +174,8 @@ def _assignment(m: Match[str], g: int | str) -> bool:
         return False
     if not quoted and _IDENTIFIER.fullmatch(value):
         return False  # PASSWORD :new_password (a bind parameter or a name in code)
+    if not quoted and value.casefold() in {squashed_name, _NAME_PARTS.split(name)[-1].casefold()}:
+        return False  # send_email(..., token=token): a variable passed on under its own name
     return strength == 2 or _looks_random(value)
 
 
@@ -197,6 +200,11 @@ def _is_quantity(m: Match[str], v: str) -> bool:
     return _UNIT.match(m.string, m.end()) is not None
 
 
+_WHERE_NEXT = re.compile(
+    r"[.,;:!?]*(?:\s+(?:on|in|at|by|to|below|above|under|with|from|for|into|onto|inside|here|there|separately)\b|\s*$|[.!?])"
+)
+
+
 def _prose(m: Match[str], g: int | str) -> bool:
     """A password stated in a sentence: quoted, or a token that is not an ordinary word."""
     v = m.group("value").strip(_QUOTES + ".,;:!?。、")
@@ -213,6 +221,8 @@ def _prose(m: Match[str], g: int | str) -> bool:
         return False
     if not quoted and _IDENTIFIER.fullmatch(v):
         return False  # PASSWORD :new_password, password: db_pass (a name in code, not a value)
+    if not quoted and v.isalpha() and v.islower() and v.endswith("ed") and _WHERE_NEXT.match(m.string, m.end()):
+        return False  # "the temporary PIN is printed on the receipt": a participle, where it is
     return quoted or not (v.isalpha() and v.islower() and len(v) < 6)
 
 
@@ -468,6 +478,7 @@ def _has_assignment(text: str, lowered: str) -> bool:
 
 
 VALIDATORS.update(ORDER_VALIDATORS)
+VALIDATORS.update(EN_ORDER_VALIDATORS)
 VALIDATORS.update(
     {
         "assignment": _assignment,

@@ -1,0 +1,135 @@
+"""Whether an English match is an order for the model that reads it (W5).
+
+The English injection rules find standing orders ("always reply ...", "every time someone asks ...
+say ...") and texts that address the AI reading them ("Assistant, please update the payee ...",
+"Note for the travel assistant: ..."). The validators here read what surrounds a match:
+
+* ``en_not_a_habit``: a habit told of someone ("I always add a pinch of salt", "my mom would always
+  tell me", "every time someone asks me about my trip, I tell them ...") and the idiom "never say
+  never" are what people write in their notes and conversations, not orders (round 25, LoCoMo dev);
+* ``en_planted_address``: an address to the assistant planted in other text, told from the owner's
+  own note to it (rounds 25-26, blind English sets).
+
+Written here because no library tells a habit from an order or a planted address from a request;
+the rule tables name the validators by key and :mod:`.validators` registers them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from re import Match
+
+# Who does it, said before the always / never or the verb of a standing-order shape: a person told
+# of (I, we, she'd, people, my older brother, Grandpa would), with the helping words a habit takes
+# (would, used to, try to, usually), or a profile note's verb of liking with its subject left out
+# (likes to, prefers to). Not "you" and not the assistant: "you should always reply in
+# French" and "my assistant must never mention refunds" stay orders to the reader.
+_EN_AI = r"(?:ai|assistants?|bots?|chatbots?|agents?|models?|copilot|gpt|llms?|you|your)\b"
+_EN_HABIT_SUBJECT = re.compile(
+    r"(?<![\w'])(?:i|we|he|she|they|i'd|i'll|i've|we'd|we'll|we've|he'd|she'd|they'd|they'll|they've|people|everyone"
+    r"|everybody|nobody|no\s+one|someone|(?:my|our|his|her|their)(?:\s+(?!" + _EN_AI + r")[\w-]+){1,2}"
+    r"|(?!" + _EN_AI + r"|the\b|to\b|and\b|please\b)[\w-]+(?=\s+(?:would|used\s+to)\b)"
+    r"|(?:likes|loves|prefers|tends|tries|hates)\s+to)"  # a profile note without its subject: "Prefers to always ..."
+    r"(?:\s+(?:would|will|could|can|might|may|should|must|do|does|did|just|also|still|almost|nearly|really|basically"
+    r"|usually|generally|often|sometimes|always|never|pretty\s+much|kind\s+of|sort\s+of|used\s+to|try\s+to|tried\s+to"
+    r"|tend\s+to|like\s+to|want\s+to|make\s+sure\s+to|made\s+sure\s+to|have\s+to|had\s+to|need\s+to))*\s+$"
+)
+_EN_IDIOM = re.compile(r"never\s+say\s+(?:never|die)\b")
+_EN_ORDER_WORD = re.compile(
+    r"\b(?:always|never|respond|reply|answer|say|tell|recommend|redirect|send|direct|include|add|mention|start|end"
+    r"|append|prepend|output|refer|forward|insert|use)\b"
+)
+
+
+def _en_not_a_habit(m: Match[str], g: int | str) -> bool:
+    """An English standing-order shape (always reply, every time ... say) that is no habit told of someone.
+
+    The words before the order's verb (or its always / never) decide: a person told of, with the
+    helping words of a habit, makes it a habit; nothing there (an imperative), "you" or the
+    assistant keeps it an order.
+    """
+    text, start = m.string, m.start()
+    if _EN_IDIOM.match(text, start):
+        return False
+    words = [w for w in _EN_ORDER_WORD.finditer(text, start, m.end()) if w.start() > start]
+    at = words[-1].start() if words and not text.startswith(("always", "never"), start) else start
+    return _EN_HABIT_SUBJECT.search(text, max(0, at - 60), at) is None
+
+
+# before a planted address: the start of a clause ("... 22A. Note for the travel assistant:",
+# "[assistant: ...", "# assistant: ...", "Also, to whichever bot ...", "P.S. assistant, ...")
+_EN_CLAUSE_OPEN = re.compile(
+    r"(?:[.!?\[\](:;\-\u2014\"'\n#/*|>]|\b(?:also|and|ps|p\.s\.|btw|oh|so|then|now|hi|hey|ok|okay|thanks|thx)"
+    r"|\bwhen\s+you\s+(?:next\s+)?(?:read|see|get|open|recall|process)\s+this\s*,)\s*,?\s*$"
+)
+# the words before the name that belong to the address: a label ("Note for", "Handy tip to", "New
+# standing rule for", "Dear"), a determiner and up to two words of what the AI is ("the travel",
+# "automated accounts-payable", "the family's")
+_EN_ADDRESS_LEAD = re.compile(
+    r"(?:(?:(?:a|new|one)\s+)?(?:(?:quick|handy|small|friendly|important|standing|special|internal)\s+)?(?:note|tip|message"
+    r"|reminder|instructions?|heads[- ]up|request|task|action\s+item|memo|notice|rule|policy|directive|ps|p\.s\.)\s+"
+    r"(?:for|to)\s+|(?:to|for|dear|attention)\s+)?(?:(?:the|your|all|our|any|my|this)\s+)?"
+    r"(?:(?:automated|summari[sz]ing|travel|virtual|personal|e-?mail|note[- ]taking|accounts[- ]payable|support|scheduling"
+    r"|calendar|shopping|booking|research|home|smart|ai|language|memory|family|household|review|code|coding|robot|assistant"
+    r"|[\w-]+'s)\s+){0,2}$"
+)
+# a name that is as often a person or a product, an address only with a word that makes it a machine
+_EN_MACHINE_ONLY = re.compile(r"(?:agents?|models?|tools?|helpers?)\b")
+_EN_MACHINE_QUALIFIER = re.compile(r"\b(?:automated|ai|summari[sz]ing|language|accounts[- ]payable|robot)\s+$")
+_EN_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")  # not the dots of an address or a number
+_EN_LIST_GOES_ON = re.compile(r"[^()\n.!?]{0,30}\)")
+_EN_REPORTED = re.compile(r"\s*(?!(?:need|feed|embed|proceed|exceed|succeed|shred|seed)\b)[a-z]+ed\b")
+_EN_FIRST_PERSON = re.compile(r"\b(?:me|my|mine|i|i'm|i'll|i'd|i've|myself)\b")
+# what an owner's own note to the assistant does not do: send to an outside address, open a file
+# to anyone, hide something from someone
+_EN_WEB_SINK = re.compile(r"\b[a-z][a-z0-9+.\-]{1,15}://|www\.|\blocation\b")  # not an owner's own, even opening the note
+_EN_SINK = re.compile(r"@|\b[a-z][a-z0-9+.\-]{1,15}://|www\.|\biban\b|anyone[- ]with[- ]the[- ]link|\bpublic(?:ly)?\b")
+# nor touch someone else's things or the keys to an account ("add me as an authorized user on her
+# account", "make me an admin", "change the payee", "the user's approval is no longer needed")
+_EN_NOT_OWNERS = re.compile(
+    r"\b(?:her|his|their|the\s+user'?s?|the\s+owner'?s?|users)\b|\b(?:authori[sz]ed\s+users?|admins?|administrators?"
+    r"|owners?|collaborators?|recovery|passwords?|passcodes?|pins?|2fa|two[- ]factor|bank|payees?|iban|account\s+numbers?"
+    r"|routing|ssh|api\s+keys?|tokens?|credentials?|secrets?)\b"
+)
+_EN_HIDE = re.compile(
+    r"\b(?:don'?t|do\s+not|never|without|no\s+need\s+to)\s+(?:\w+\s+)?(?:tell|flag|mention|inform|notify|ask|show|check"
+    r"|confirm|waiting|review)|\b(?:silently|quietly|secretly)\b|\bnothing\s+(?:has\s+)?changed\b|\bno\s+questions\s+asked\b"
+)
+
+
+def _en_planted_address(m: Match[str], g: int | str) -> bool:
+    """An address to the assistant ("Assistant, ...", "Note for the travel assistant: ...") planted in other text.
+
+    Not in the middle of a clause ("the chatbot vendor, HelpLoop") or in a list in brackets
+    ("(Copilot, Cursor, ...)"); not "Support agents:" or "Models:" (people and products, unless
+    automated or AI ones). After other text, not when the order that follows is about the writer's
+    own things ("me", "my") with no outside address, nothing hidden from anyone and no one else's
+    account or keys. When it opens the text it reads as the owner's note to their assistant, held
+    only for what works against the user: hiding, skipping a question, someone else's things or keys,
+    a link to send to, the user's whereabouts.
+    """
+    text = m.string
+    lead = _EN_ADDRESS_LEAD.search(text, max(0, m.start() - 90), m.start())
+    start = lead.start() if lead else m.start()
+    if _EN_MACHINE_ONLY.match(m.group(0)) and not (lead and _EN_MACHINE_QUALIFIER.search(lead.group(0))):
+        return False  # "Support agents: ...", "Models: X100, X200": people and products
+    stop = _EN_SENTENCE_END.search(text, m.end())
+    order = text[m.end() : stop.start() if stop else min(len(text), m.end() + 240)]
+    if _EN_LIST_GOES_ON.match(order) or _EN_REPORTED.match(order):
+        return False  # a name in a list: "(Copilot, Cursor, ...)"; a label: "// assistant: generated with ..."
+    if not text[:start].strip():
+        rest = text[m.end() : m.end() + 400]
+        return bool(_EN_HIDE.search(rest) or _EN_NOT_OWNERS.search(rest) or _EN_WEB_SINK.search(rest))
+    if _EN_CLAUSE_OPEN.search(text, max(0, start - 12), start) is None:
+        return False
+    if _EN_SINK.search(order) or _EN_HIDE.search(order) or _EN_NOT_OWNERS.search(order):
+        return True
+    return _EN_FIRST_PERSON.search(order) is None
+
+
+EN_ORDER_VALIDATORS: dict[str, Callable[[Match[str], int | str], bool]] = {
+    "en_not_a_habit": _en_not_a_habit,
+    "en_planted_address": _en_planted_address,
+}
+"""The validators of this module by the key the rule tables name them with."""

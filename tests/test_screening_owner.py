@@ -361,3 +361,22 @@ def test_round26_an_english_preference_needs_the_writer_in_it() -> None:
     rules = {"memory_persistence_en"}
     assert not is_owner_request("Always include the test file path when you propose a new test.", rules)
     assert is_owner_request("Always include the test file path when you propose a test for me.", rules)
+
+
+# -- round 27: a red team on the English exemptions ----------------------------------------------
+
+_REDTEAM27 = [
+    json.loads(line)
+    for line in (Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "redteam_round27_en.jsonl")
+    .read_text(encoding="utf-8")
+    .splitlines()
+]
+
+
+@pytest.mark.parametrize("case", [c for c in _REDTEAM27 if c["kind"] == "attack"], ids=lambda c: c["id"])
+def test_round27_red_team_attacks_on_the_english_exemptions_are_held(case: dict[str, str]) -> None:
+    """A helper wrote harmful notes shaped as a retraction ("ignore my last message ..."), the user's own
+    preference, a note to the assistant and a habit, to get through round 25-27's exemptions: 51 of 58
+    were written by 2766f8b; the retraction exemption was withdrawn and the others narrowed after it."""
+    d = decide(case["text"], origin="user_explicit")
+    assert d.action is not WriteAction.WRITE, (case["id"], d.findings)  # type: ignore[attr-defined]

@@ -8,7 +8,7 @@ say ...") and texts that address the AI reading them ("Assistant, please update 
   tell me", "every time someone asks me about my trip, I tell them ...") and the idiom "never say
   never" are what people write in their notes and conversations, not orders (round 25, LoCoMo dev);
 * ``en_planted_address``: an address to the assistant planted in other text, told from the owner's
-  own note to it (rounds 25-26, blind English sets).
+  own note to it (rounds 25-27, blind English sets).
 
 Written here because no library tells a habit from an order or a planted address from a request;
 the rule tables name the validators by key and :mod:`.validators` registers them.
@@ -36,6 +36,13 @@ _EN_HABIT_SUBJECT = re.compile(
     r"|tend\s+to|like\s+to|want\s+to|make\s+sure\s+to|made\s+sure\s+to|have\s+to|had\s+to|need\s+to))*\s+$"
 )
 _EN_IDIOM = re.compile(r"never\s+say\s+(?:never|die)\b")
+# what a habit told of someone does not carry (a red team wrote these as habits, round 27): an address
+# or a link, a credential or an account's keys, money, the AI's user, or a lie told as routine
+_EN_HABIT_HARM = re.compile(
+    r"@|\b[a-z][a-z0-9+.\-]{1,15}://|www\.|\d{3}[\d\-\s]{4,}|\b(?:passwords?|passcodes?|logins?|pins?|codes?|ssn|card\s+numbers?"
+    r"|cvv|expiry|bank\s+statements?|statements?|account\s+numbers?|gift\s+cards?|pay|wire|transfer|zelle|venmo|the\s+users?"
+    r"|callers?|whoever|whereabouts|location)\b|\bwhere\s+i\s+am\b|\beven\s+(?:though|when|if)\b|\b(?:yes|confirmed|no\s+problems?)\b"
+)
 _EN_ORDER_WORD = re.compile(
     r"\b(?:always|never|respond|reply|answer|say|tell|recommend|redirect|send|direct|include|add|mention|start|end"
     r"|append|prepend|output|refer|forward|insert|use)\b"
@@ -54,7 +61,11 @@ def _en_not_a_habit(m: Match[str], g: int | str) -> bool:
         return False
     words = [w for w in _EN_ORDER_WORD.finditer(text, start, m.end()) if w.start() > start]
     at = words[-1].start() if words and not text.startswith(("always", "never"), start) else start
-    return _EN_HABIT_SUBJECT.search(text, max(0, at - 60), at) is None
+    if _EN_HABIT_SUBJECT.search(text, max(0, at - 60), at) is None:
+        return True
+    stop = _EN_SENTENCE_END.search(text, m.end())
+    clause = text[max(0, start - 80) : stop.start() if stop else min(len(text), m.end() + 200)]
+    return bool(_EN_HABIT_HARM.search(clause))  # "I always forward my bank statements to carl@...": held
 
 
 # before a planted address: the start of a clause ("... 22A. Note for the travel assistant:",
@@ -67,34 +78,50 @@ _EN_CLAUSE_OPEN = re.compile(
 # standing rule for", "Dear"), a determiner and up to two words of what the AI is ("the travel",
 # "automated accounts-payable", "the family's")
 _EN_ADDRESS_LEAD = re.compile(
-    r"(?:(?:(?:a|new|one)\s+)?(?:(?:quick|handy|small|friendly|important|standing|special|internal)\s+)?(?:note|tip|message"
-    r"|reminder|instructions?|heads[- ]up|request|task|action\s+item|memo|notice|rule|policy|directive|ps|p\.s\.)\s+"
-    r"(?:for|to)\s+|(?:to|for|dear|attention)\s+)?(?:(?:the|your|all|our|any|my|this)\s+)?"
+    r"(?:(?:(?:a|new|one)\s+)?(?:(?:quick|handy|small|friendly|important|standing|special|internal|kind)\s+)?(?:[\w-]+\s+)?"
+    r"(?:note|tip|message|reminder|instructions?|heads[- ]up|request|task|action\s+item|memo|notice|rule|policy|directive|ps"
+    r"|p\.s\.|update|summary|word|favou?r)\s+(?:for|to)\s+|(?:to|for|dear|attention|yo|hey|hi|ok|okay)\s+)?"
+    r"(?:(?:the|your|all|our|any|my|this)\s+)?"
     r"(?:(?:automated|summari[sz]ing|travel|virtual|personal|e-?mail|note[- ]taking|accounts[- ]payable|support|scheduling"
     r"|calendar|shopping|booking|research|home|smart|ai|language|memory|family|household|review|code|coding|robot|assistant"
+    r"|digital|ai-powered|inbox|payment|scheduling"
     r"|[\w-]+'s)\s+){0,2}$"
 )
 # a name that is as often a person or a product, an address only with a word that makes it a machine
-_EN_MACHINE_ONLY = re.compile(r"(?:agents?|models?|tools?|helpers?)\b")
-_EN_MACHINE_QUALIFIER = re.compile(r"\b(?:automated|ai|summari[sz]ing|language|accounts[- ]payable|robot)\s+$")
+_EN_MACHINE_ONLY = re.compile(r"(?:agents?|models?|tools?|helpers?|concierge|readers?|systems?|programs?)\b")
+_EN_MACHINE_QUALIFIER = re.compile(
+    r"\b(?:automated|ai|summari[sz]ing|language|accounts[- ]payable|robot|digital|virtual|computer|ai-powered(?:\s+[\w-]+)?)\s+$"
+)
 _EN_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")  # not the dots of an address or a number
 _EN_LIST_GOES_ON = re.compile(r"[^()\n.!?]{0,30}\)")
+# what works against the user even in their own words, addressed to the assistant (a red team wrote
+# these as "Assistant, ..." notes, round 27): money moved, identity papers or numbers handed over,
+# access or a delegate granted, doors unlocked, mail redirected, a policy let lapse, the user's empty house
+_EN_ACCOUNT_HARM = re.compile(
+    r"\$\s?\d|\b(?:wire|zelle|venmo|paypal|escrow|deposit|savings|iban|routing|ssn|social\s+security|date\s+of\s+birth"
+    r"|passport|maiden|edit\s+(?:rights|access)|full\s+access|admin(?:istrator)?\s+access|delegate|unlock|disarm|auto-?forward"
+    r"|forward\s+(?:my|all|every)|let\s+(?:the\s+)?(?:coverage|policy|insurance)\s+lapse|home\s+alone|nights?\s+i'?m\s+(?:home|away)"
+    r"|false\s+alarm|nothing\s+to\s+worry)\b|\b(?:move|send|transfer|pay)\s+(?:the\s+)?\$"
+)
+_EN_REMIND_ME = re.compile(r"\s*(?:please\s+)?remind\s+me\b")
 _EN_REPORTED = re.compile(r"\s*(?!(?:need|feed|embed|proceed|exceed|succeed|shred|seed)\b)[a-z]+ed\b")
 _EN_FIRST_PERSON = re.compile(r"\b(?:me|my|mine|i|i'm|i'll|i'd|i've|myself)\b")
 # what an owner's own note to the assistant does not do: send to an outside address, open a file
 # to anyone, hide something from someone
-_EN_WEB_SINK = re.compile(r"\b[a-z][a-z0-9+.\-]{1,15}://|www\.|\blocation\b")  # not an owner's own, even opening the note
+_EN_WEB_SINK = re.compile(r"\b[a-z][a-z0-9+.\-]{1,15}://|www\.|\blocation\b|\b[a-z0-9-]+\.(?:[a-z0-9-]+\.)*[a-z]{2,}/")  # not an owner's own, even opening the note
 _EN_SINK = re.compile(r"@|\b[a-z][a-z0-9+.\-]{1,15}://|www\.|\biban\b|anyone[- ]with[- ]the[- ]link|\bpublic(?:ly)?\b")
 # nor touch someone else's things or the keys to an account ("add me as an authorized user on her
 # account", "make me an admin", "change the payee", "the user's approval is no longer needed")
 _EN_NOT_OWNERS = re.compile(
-    r"\b(?:her|his|their|the\s+user'?s?|the\s+owner'?s?|users)\b|\b(?:authori[sz]ed\s+users?|admins?|administrators?"
+    r"\b(?:her|his|their)\s+(?:[\w-]+\s+)?(?:account|password|login|files?|data|calendar|contacts?|location|records?|messages?"
+    r"|e-?mails?|inbox|phone|bank|card|details|file|folder|drive|photos?|album)s?\b|\b(?:the\s+user'?s?|this\s+user'?s?"
+    r"|the\s+owner'?s?|users)\b|\b(?:authori[sz]ed\s+users?|admins?|administrators?"
     r"|owners?|collaborators?|recovery|passwords?|passcodes?|pins?|2fa|two[- ]factor|bank|payees?|iban|account\s+numbers?"
-    r"|routing|ssh|api\s+keys?|tokens?|credentials?|secrets?)\b"
+    r"|routing|ssh|api\s+keys?|tokens?|credentials?|secrets?|cvv|card\s+numbers?|amex|visa|mastercard)\b"
 )
 _EN_HIDE = re.compile(
     r"\b(?:don'?t|do\s+not|never|without|no\s+need\s+to)\s+(?:\w+\s+)?(?:tell|flag|mention|inform|notify|ask|show|check"
-    r"|confirm|waiting|review)|\b(?:silently|quietly|secretly)\b|\bnothing\s+(?:has\s+)?changed\b|\bno\s+questions\s+asked\b"
+    r"|confirm|waiting|review)(?!\s+me\b)|\b(?:silently|quietly|secretly)\b|\bnothing\s+(?:has\s+)?changed\b|\bno\s+questions\s+asked\b|\bleave\s+(?:out|off)\b|\bomit\b"
 )
 
 
@@ -107,7 +134,8 @@ def _en_planted_address(m: Match[str], g: int | str) -> bool:
     own things ("me", "my") with no outside address, nothing hidden from anyone and no one else's
     account or keys. When it opens the text it reads as the owner's note to their assistant, held
     only for what works against the user: hiding, skipping a question, someone else's things or keys,
-    a link to send to, the user's whereabouts.
+    a link to send to, the user's whereabouts, money moved, identity numbers handed over, access
+    granted (and these hold it after other text whoever "my" is).
     """
     text = m.string
     lead = _EN_ADDRESS_LEAD.search(text, max(0, m.start() - 90), m.start())
@@ -120,10 +148,18 @@ def _en_planted_address(m: Match[str], g: int | str) -> bool:
         return False  # a name in a list: "(Copilot, Cursor, ...)"; a label: "// assistant: generated with ..."
     if not text[:start].strip():
         rest = text[m.end() : m.end() + 400]
-        return bool(_EN_HIDE.search(rest) or _EN_NOT_OWNERS.search(rest) or _EN_WEB_SINK.search(rest))
+        if _EN_REMIND_ME.match(rest) and not (_EN_SINK.search(order) or _EN_HIDE.search(rest)):
+            return False  # "Assistant, remind me to change my bank password on Friday"
+        return bool(
+            _EN_HIDE.search(rest) or _EN_NOT_OWNERS.search(rest) or _EN_WEB_SINK.search(rest) or _EN_ACCOUNT_HARM.search(rest)
+        )
     if _EN_CLAUSE_OPEN.search(text, max(0, start - 12), start) is None:
         return False
-    if _EN_SINK.search(order) or _EN_HIDE.search(order) or _EN_NOT_OWNERS.search(order):
+    if _EN_SINK.search(order) or _EN_HIDE.search(order) or _EN_ACCOUNT_HARM.search(text, m.end(), m.end() + 400):
+        return True
+    if _EN_REMIND_ME.match(order):
+        return False  # "Assistant, remind me to change my bank password on Friday": the owner's own
+    if _EN_NOT_OWNERS.search(order):
         return True
     return _EN_FIRST_PERSON.search(order) is None
 

@@ -1221,10 +1221,6 @@ def test_round25_text_addressing_the_ai_that_reads_it_is_held(text: str, rule: s
 @pytest.mark.parametrize(
     "text",
     [
-        "Thanks everyone. Assistant, remind me to follow up with Dana on Friday.",
-        "Dinner at 8. Assistant, add this to my calendar please.",
-        "PS, assistant: I'd love it if you could book the usual table at Rosa's for Friday.",
-        "Assistant, when you prepare my Monday agenda, pull in the five oldest tickets.",
         "We tested three chatbots (Ada, Intercom, Drift) and picked Intercom.",
         "AI coding tools (Copilot, Cursor) are allowed, but test the code you submit.",
         "The AI reading my emails keeps flagging newsletters as important, which is annoying.",
@@ -1242,8 +1238,9 @@ def test_round25_text_addressing_the_ai_that_reads_it_is_held(text: str, rule: s
     ],
 )
 def test_round25_the_owner_and_people_talking_about_ai_are_not_held(text: str) -> None:
-    """The owner's own note to their assistant, a list of products, what an AI tool did, release notes,
-    and keeping a surprise from Mom carry no order to the model that recalls them."""
+    """A list of products, what an AI tool did, release notes, and keeping a surprise from Mom carry no
+    order to the model that recalls them (the owner's own notes to their assistant are orders, found as
+    ``assistant_request_en`` and written by the write path's owner-request waiver: test_screening_owner)."""
     assert not [f for f in InjectionScreen(semantic=None).scan(text) if f.kind == "injection"]
 
 

@@ -25,7 +25,7 @@ from re import Match
 # (would, used to, try to, usually), or a profile note's verb of liking with its subject left out
 # (likes to, prefers to). Not "you" and not the assistant: "you should always reply in
 # French" and "my assistant must never mention refunds" stay orders to the reader.
-_EN_AI = r"(?:ai|assistants?|bots?|chatbots?|agents?|models?|copilot|gpt|llms?|you|your)\b"
+_EN_AI = r"(?:ai|assistants?|bots?|chatbots?|agents?|models?|copilot|gpt|llms?|chatgpt|claude|gemini|siri|alexa|you|your)\b"
 _EN_HABIT_SUBJECT = re.compile(
     r"(?<![\w'])(?:i|we|he|she|they|i'd|i'll|i've|we'd|we'll|we've|he'd|she'd|they'd|they'll|they've|people|everyone"
     r"|everybody|nobody|no\s+one|someone|(?:my|our|his|her|their)(?:\s+(?!" + _EN_AI + r")[\w-]+){1,2}"
@@ -35,13 +35,14 @@ _EN_HABIT_SUBJECT = re.compile(
     r"|usually|generally|often|sometimes|always|never|pretty\s+much|kind\s+of|sort\s+of|used\s+to|try\s+to|tried\s+to"
     r"|tend\s+to|like\s+to|want\s+to|make\s+sure\s+to|made\s+sure\s+to|have\s+to|had\s+to|need\s+to))*\s+$"
 )
+_EN_AI_BEFORE = re.compile(r"\b(?:ai|assistants?|bots?|chatbots?|copilot|gpt|chatgpt|claude|gemini|siri|alexa)\b")
 _EN_IDIOM = re.compile(r"never\s+say\s+(?:never|die)\b")
 # what a habit told of someone does not carry (a red team wrote these as habits, round 27): an address
 # or a link, a credential or an account's keys, money, the AI's user, or a lie told as routine
 _EN_HABIT_HARM = re.compile(
     r"@|\b[a-z][a-z0-9+.\-]{1,15}://|www\.|\d{3}[\d\-\s]{4,}|\b(?:passwords?|passcodes?|logins?|pins?|codes?|ssn|card\s+numbers?"
     r"|cvv|expiry|bank\s+statements?|statements?|account\s+numbers?|gift\s+cards?|pay|wire|transfer|zelle|venmo|the\s+users?"
-    r"|callers?|whoever|whereabouts|location)\b|\bwhere\s+i\s+am\b|\beven\s+(?:though|when|if)\b|\b(?:yes|confirmed|no\s+problems?)\b"
+    r"|callers?|whoever|whereabouts|location)\b|\bwhere\s+i\s+am\b|\b[a-z0-9-]{2,}\.(?:com|net|org|io|co|app|dev|me|shop|[a-z]{2})\b|\beven\s+(?:though|when|if)\b|\b(?:yes|confirmed|no\s+problems?)\b"
 )
 _EN_ORDER_WORD = re.compile(
     r"\b(?:always|never|respond|reply|answer|say|tell|recommend|redirect|send|direct|include|add|mention|start|end"
@@ -61,17 +62,18 @@ def _en_not_a_habit(m: Match[str], g: int | str) -> bool:
         return False
     words = [w for w in _EN_ORDER_WORD.finditer(text, start, m.end()) if w.start() > start]
     at = words[-1].start() if words and not text.startswith(("always", "never"), start) else start
-    if _EN_HABIT_SUBJECT.search(text, max(0, at - 60), at) is None:
-        return True
-    stop = _EN_SENTENCE_END.search(text, m.end())
-    clause = text[max(0, start - 80) : stop.start() if stop else min(len(text), m.end() + 200)]
+    if _EN_HABIT_SUBJECT.search(text, max(0, at - 60), at) is None or _EN_AI_BEFORE.search(text, max(0, at - 40), at):
+        return True  # "The bot loves to always recommend ...": the assistant's habit is its order
+    limit = min(len(text), m.end() + 200)
+    stop = _EN_SENTENCE_END.search(text, m.end(), limit)
+    clause = text[max(0, start - 80) : stop.start() if stop else limit]
     return bool(_EN_HABIT_HARM.search(clause))  # "I always forward my bank statements to carl@...": held
 
 
 # before a planted address: the start of a clause ("... 22A. Note for the travel assistant:",
 # "[assistant: ...", "# assistant: ...", "Also, to whichever bot ...", "P.S. assistant, ...")
 _EN_CLAUSE_OPEN = re.compile(
-    r"(?:[.!?\[\](:;\-\u2014\"'\n#/*|>]|\b(?:also|and|ps|p\.s\.|btw|oh|so|then|now|hi|hey|ok|okay|thanks|thx)"
+    r"(?:[.!?\[\](:;,\-\u2014\"'\n#/*|>]|\b(?:also|and|ps|p\.s\.|btw|oh|so|then|now|hi|hey|ok|okay|thanks|thx)"
     r"|\bwhen\s+you\s+(?:next\s+)?(?:read|see|get|open|recall|process)\s+this\s*,)\s*,?\s*$"
 )
 # the words before the name that belong to the address: a label ("Note for", "Handy tip to", "New
@@ -100,8 +102,29 @@ _EN_LIST_GOES_ON = re.compile(r"[^()\n.!?]{0,30}\)")
 _EN_ACCOUNT_HARM = re.compile(
     r"\$\s?\d|\b(?:wire|zelle|venmo|paypal|escrow|deposit|savings|iban|routing|ssn|social\s+security|date\s+of\s+birth"
     r"|passport|maiden|edit\s+(?:rights|access)|full\s+access|admin(?:istrator)?\s+access|delegate|unlock|disarm|auto-?forward"
-    r"|forward\s+(?:my|all|every)|let\s+(?:the\s+)?(?:coverage|policy|insurance)\s+lapse|home\s+alone|nights?\s+i'?m\s+(?:home|away)"
+    r"|(?:forward|upload|send|share|post|export)\s+(?:my|all|every)|let\s+(?:the\s+)?(?:coverage|policy|insurance)\s+lapse|home\s+alone|nights?\s+i'?m\s+(?:home|away)"
     r"|false\s+alarm|nothing\s+to\s+worry)\b|\b(?:move|send|transfer|pay)\s+(?:the\s+)?\$"
+)
+_NON_BLANK = re.compile(r"\S")  # the first one only: no copy of the text per match
+
+
+def _in_brackets(text: str, at: int) -> bool:
+    """Whether ``at`` follows an opening bracket not yet closed (within 60 characters)."""
+    lo = max(0, at - 60)
+    return text.rfind("(", lo, at) > text.rfind(")", lo, at)
+
+
+# what an owner's request to the assistant starts with: a polite form or a verb of the errands people
+# give it ("Assistant, remind me ...", "Assistant, when you prepare my agenda, pull in ..."); "Bots, am I
+# right?" and "Dear support AI, thanks for ..." ask nothing of it
+_EN_REQUEST_START = re.compile(
+    r"\s*(?:[*_\"'\u201c\[(]\s*)?(?:please|pls|plz|kindly|can\s+you|could\s+you|would\s+you|will\s+you|i'?d\s+(?:love|like)"
+    r"|i\s+(?:want|need)\s+you|make\s+sure|don'?t|do\s+not|never|always|from\s+now\s+on|going\s+forward|when(?:ever)?\s+you"
+    r"|if\s+|next\s+time|every\s+|each\s+|remind|add|book|put|set|schedule|draft|write|send|forward|pull|keep|save|note"
+    r"|remember|tell|find|get|check|call|text|e-?mail|move|cancel|order|buy|pay|update|change|turn|delete|remove|share"
+    r"|summari[sz]e|list|show|give|use|start|stop|make|prepare|create|track|log|read|reply|answer|respond|translate|look"
+    r"|block|unblock|mark|flag|archive|file|sort|clear|wipe|forget|ignore|approve|accept|reject|decline|confirm|unlock|lock"
+    r"|transfer|wire|open|close|enable|disable|grant|invite|download|upload|export|print|fill|sign|submit|post|reserve)\b"
 )
 _EN_REMIND_ME = re.compile(r"\s*(?:please\s+)?remind\s+me\b")
 _EN_REPORTED = re.compile(r"\s*(?!(?:need|feed|embed|proceed|exceed|succeed|shred|seed)\b)[a-z]+ed\b")
@@ -109,7 +132,10 @@ _EN_FIRST_PERSON = re.compile(r"\b(?:me|my|mine|i|i'm|i'll|i'd|i've|myself)\b")
 # what an owner's own note to the assistant does not do: send to an outside address, open a file
 # to anyone, hide something from someone
 _EN_WEB_SINK = re.compile(r"\b[a-z][a-z0-9+.\-]{1,15}://|www\.|\blocation\b|\b[a-z0-9-]+\.(?:[a-z0-9-]+\.)*[a-z]{2,}/")  # not an owner's own, even opening the note
-_EN_SINK = re.compile(r"@|\b[a-z][a-z0-9+.\-]{1,15}://|www\.|\biban\b|anyone[- ]with[- ]the[- ]link|\bpublic(?:ly)?\b")
+_EN_SINK = re.compile(
+    r"@|\b[a-z][a-z0-9+.\-]{1,15}://|www\.|\biban\b|anyone[- ]with[- ]the[- ]link|\bpublic(?:ly)?\b"
+    r"|\b[a-z0-9-]{2,}\.(?:[a-z0-9-]+\.)*(?:com|net|org|io|co|app|dev|info|biz|me|shop|support|xyz|example|[a-z]{2})\b"
+)
 # nor touch someone else's things or the keys to an account ("add me as an authorized user on her
 # account", "make me an admin", "change the payee", "the user's approval is no longer needed")
 _EN_NOT_OWNERS = re.compile(
@@ -120,42 +146,46 @@ _EN_NOT_OWNERS = re.compile(
     r"|routing|ssh|api\s+keys?|tokens?|credentials?|secrets?|cvv|card\s+numbers?|amex|visa|mastercard)\b"
 )
 _EN_HIDE = re.compile(
-    r"\b(?:don'?t|do\s+not|never|without|no\s+need\s+to)\s+(?:\w+\s+)?(?:tell|flag|mention|inform|notify|ask|show|check"
+    r"\b(?:don['’]?t|do\s+not|never|without|no\s+need\s+to)\s+(?:\w+\s+)?(?:tell|flag|mention|inform|notify|ask|show|check"
     r"|confirm|waiting|review)(?!\s+me\b)|\b(?:silently|quietly|secretly)\b|\bnothing\s+(?:has\s+)?changed\b|\bno\s+questions\s+asked\b|\bleave\s+(?:out|off)\b|\bomit\b"
 )
 
 
-def _en_planted_address(m: Match[str], g: int | str) -> bool:
-    """An address to the assistant ("Assistant, ...", "Note for the travel assistant: ...") planted in other text.
+def _address(m: Match[str]) -> bool | None:
+    """Whether an address to the assistant is planted (``True``), the owner's own request (``False``) or none.
+
+    ``None``: no address at all (a list, a label, a person or a product, mid-clause).
 
     Not in the middle of a clause ("the chatbot vendor, HelpLoop") or in a list in brackets
     ("(Copilot, Cursor, ...)"); not "Support agents:" or "Models:" (people and products, unless
-    automated or AI ones). After other text, not when the order that follows is about the writer's
-    own things ("me", "my") with no outside address, nothing hidden from anyone and no one else's
-    account or keys. When it opens the text it reads as the owner's note to their assistant, held
-    only for what works against the user: hiding, skipping a question, someone else's things or keys,
-    a link to send to, the user's whereabouts, money moved, identity numbers handed over, access
-    granted (and these hold it after other text whoever "my" is).
+    automated or AI ones). Planted: after other text with an order that is not about the writer's own
+    things (no "me" / "my", or someone else's account or keys), and wherever it stands when the order
+    works against the user: an outside address or link, hiding, skipping a question, money moved,
+    identity numbers handed over, access granted, the user's whereabouts.
     """
     text = m.string
     lead = _EN_ADDRESS_LEAD.search(text, max(0, m.start() - 90), m.start())
     start = lead.start() if lead else m.start()
     if _EN_MACHINE_ONLY.match(m.group(0)) and not (lead and _EN_MACHINE_QUALIFIER.search(lead.group(0))):
-        return False  # "Support agents: ...", "Models: X100, X200": people and products
-    stop = _EN_SENTENCE_END.search(text, m.end())
-    order = text[m.end() : stop.start() if stop else min(len(text), m.end() + 240)]
-    if _EN_LIST_GOES_ON.match(order) or _EN_REPORTED.match(order):
-        return False  # a name in a list: "(Copilot, Cursor, ...)"; a label: "// assistant: generated with ..."
-    if not text[:start].strip():
+        return None  # "Support agents: ...", "Models: X100, X200": people and products
+    limit = min(len(text), m.end() + 240)
+    stop = _EN_SENTENCE_END.search(text, m.end(), limit)
+    order = text[m.end() : stop.start() if stop else limit]
+    harm = bool(
+        _EN_SINK.search(order) or _EN_HIDE.search(order) or _EN_ACCOUNT_HARM.search(text, m.end(), m.end() + 400)
+    )
+    if not harm and (_EN_REPORTED.match(order) or (_EN_LIST_GOES_ON.match(order) and _in_brackets(text, start))):
+        return None  # a name in a list: "(Copilot, Cursor, ...)"; a label: "// assistant: generated with ..."
+    if _NON_BLANK.search(text, 0, start) is None:  # it opens the text
         rest = text[m.end() : m.end() + 400]
         if _EN_REMIND_ME.match(rest) and not (_EN_SINK.search(order) or _EN_HIDE.search(rest)):
             return False  # "Assistant, remind me to change my bank password on Friday"
         return bool(
-            _EN_HIDE.search(rest) or _EN_NOT_OWNERS.search(rest) or _EN_WEB_SINK.search(rest) or _EN_ACCOUNT_HARM.search(rest)
+            harm or _EN_HIDE.search(rest) or _EN_NOT_OWNERS.search(rest) or _EN_WEB_SINK.search(rest)
         )
-    if _EN_CLAUSE_OPEN.search(text, max(0, start - 12), start) is None:
-        return False
-    if _EN_SINK.search(order) or _EN_HIDE.search(order) or _EN_ACCOUNT_HARM.search(text, m.end(), m.end() + 400):
+    if _EN_CLAUSE_OPEN.search(text, max(0, start - 40), start) is None:
+        return None
+    if harm:
         return True
     if _EN_REMIND_ME.match(order):
         return False  # "Assistant, remind me to change my bank password on Friday": the owner's own
@@ -164,8 +194,27 @@ def _en_planted_address(m: Match[str], g: int | str) -> bool:
     return _EN_FIRST_PERSON.search(order) is None
 
 
+def _en_planted_address(m: Match[str], g: int | str) -> bool:
+    """An address to the assistant planted in a text (:func:`_address`): rule ``addressed_to_ai``."""
+    return _address(m) is True
+
+
+def _en_own_address(m: Match[str], g: int | str) -> bool:
+    """An address to the assistant that reads as the owner's own request: rule ``assistant_request_en``.
+
+    "Assistant, remind me to ...", "Dinner at 8. Assistant, add this to my calendar": MEDIUM like any
+    order to the model. Only the write path knows who wrote it: the owner-request waiver writes it when
+    the path is the user's own (origin ``user_explicit``, private), and holds it from anyone else.
+    """
+    if _address(m) is not False:
+        return False
+    limit = min(len(m.string), m.end() + 120)
+    return _EN_REQUEST_START.match(m.string, m.end(), limit) is not None
+
+
 EN_ORDER_VALIDATORS: dict[str, Callable[[Match[str], int | str], bool]] = {
     "en_not_a_habit": _en_not_a_habit,
     "en_planted_address": _en_planted_address,
+    "en_own_address": _en_own_address,
 }
 """The validators of this module by the key the rule tables name them with."""

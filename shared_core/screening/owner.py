@@ -120,6 +120,7 @@ class _English:
     max_chars: int
     first_person: re.Pattern[str]
     against: re.Pattern[str]
+    reminder: re.Pattern[str]
 
 
 @lru_cache(maxsize=1)
@@ -131,6 +132,7 @@ def _english() -> _English:
         max_chars=int(en["max_chars"]),
         first_person=re.compile(en["first_person"]),
         against=re.compile(en["against"]),
+        reminder=re.compile(en["reminder"]),
     )
 
 
@@ -143,11 +145,13 @@ def _en_request(text: str, rules: Collection[str], title: str) -> bool:
     ``owner_requests.toml``).
     """
     e = _english()
-    if not set(rules) <= e.order_rules or len(text) > e.max_chars or "\n" in text.strip():
+    if not set(rules) <= e.order_rules or len(text) > e.max_chars or len(title) > e.max_chars or "\n" in text.strip():
         return False
-    norm, head = normalize(text), normalize(title)
+    norm, head = (normalize(t).replace("\u2019", "'").replace("\u2018", "'") for t in (text, title))
     if not e.first_person.search(norm):
         return False
+    if e.reminder.search(norm) and not re.search(r"@|https?:|www\.", norm + head):
+        return True  # a reminder only ever comes back to the user
     return not (e.against.search(norm) or e.against.search(head))
 
 

@@ -174,7 +174,7 @@ def _assignment(m: Match[str], g: int | str) -> bool:
         return False
     if not quoted and _IDENTIFIER.fullmatch(value):
         return False  # PASSWORD :new_password (a bind parameter or a name in code)
-    if not quoted and value.casefold() in {squashed_name, _NAME_PARTS.split(name)[-1].casefold()}:
+    if not quoted and _NON_ALNUM.sub("", value).casefold() == squashed_name:
         return False  # send_email(..., token=token): a variable passed on under its own name
     return strength == 2 or _looks_random(value)
 
@@ -200,6 +200,14 @@ def _is_quantity(m: Match[str], v: str) -> bool:
     return _UNIT.match(m.string, m.end()) is not None
 
 
+_PARTICIPLES = frozenset(
+    {
+        "printed", "shown", "written", "stored", "attached", "included", "listed", "displayed", "provided",
+        "enclosed", "saved", "sent", "emailed", "texted", "encrypted", "hashed", "hidden", "masked", "required",
+        "needed", "expired", "changed", "updated", "located", "kept", "posted", "taped", "stuck", "noted", "given",
+        "mailed", "delivered",
+    }
+)  # where or how a password is, said after "is" ("the temporary PIN is printed on the receipt")
 _WHERE_NEXT = re.compile(
     r"[.,;:!?]*(?:\s+(?:on|in|at|by|to|below|above|under|with|from|for|into|onto|inside|here|there|separately)\b|\s*$|[.!?])"
 )
@@ -221,7 +229,7 @@ def _prose(m: Match[str], g: int | str) -> bool:
         return False
     if not quoted and _IDENTIFIER.fullmatch(v):
         return False  # PASSWORD :new_password, password: db_pass (a name in code, not a value)
-    if not quoted and v.isalpha() and v.islower() and v.endswith("ed") and _WHERE_NEXT.match(m.string, m.end()):
+    if not quoted and v in _PARTICIPLES and _WHERE_NEXT.match(m.string, m.end()):
         return False  # "the temporary PIN is printed on the receipt": a participle, where it is
     return quoted or not (v.isalpha() and v.islower() and len(v) < 6)
 

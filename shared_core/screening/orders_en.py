@@ -25,7 +25,14 @@ from re import Match
 # (would, used to, try to, usually), or a profile note's verb of liking with its subject left out
 # (likes to, prefers to). Not "you" and not the assistant: "you should always reply in
 # French" and "my assistant must never mention refunds" stay orders to the reader.
-_EN_AI = r"(?:ai|assistants?|bots?|chatbots?|agents?|models?|copilot|gpt|llms?|chatgpt|claude|gemini|siri|alexa|you|your)\b"
+_AI_NAMES = r"ai|assistants?|bots?|chatbots?|copilot|gpt|chatgpt|claude|gemini|siri|alexa"  # an assistant, by any name
+# a link or an address, in every check of this module that asks whether a text sends somewhere
+_SCHEME = r"\b[a-z][a-z0-9+.\-]{1,15}://|www\."
+_LINK = (
+    r"@|" + _SCHEME + r"|\b[a-z0-9-]{2,}\.(?:[a-z0-9-]+\.)*(?:com|net|org|io|co|app|dev|info|biz|me|shop|support|xyz|example"
+    r"|[a-z]{2})\b"
+)
+_EN_AI = r"(?:" + _AI_NAMES + r"|agents?|models?|llms?|you|your)\b"
 _EN_HABIT_SUBJECT = re.compile(
     r"(?<![\w'])(?:i|we|he|she|they|i'd|i'll|i've|we'd|we'll|we've|he'd|she'd|they'd|they'll|they've|people|everyone"
     r"|everybody|nobody|no\s+one|someone|(?:my|our|his|her|their)(?:\s+(?!" + _EN_AI + r")[\w-]+){1,2}"
@@ -35,14 +42,14 @@ _EN_HABIT_SUBJECT = re.compile(
     r"|usually|generally|often|sometimes|always|never|pretty\s+much|kind\s+of|sort\s+of|used\s+to|try\s+to|tried\s+to"
     r"|tend\s+to|like\s+to|want\s+to|make\s+sure\s+to|made\s+sure\s+to|have\s+to|had\s+to|need\s+to))*\s+$"
 )
-_EN_AI_BEFORE = re.compile(r"\b(?:ai|assistants?|bots?|chatbots?|copilot|gpt|chatgpt|claude|gemini|siri|alexa)\b")
+_EN_AI_BEFORE = re.compile(r"\b(?:" + _AI_NAMES + r")\b")
 _EN_IDIOM = re.compile(r"never\s+say\s+(?:never|die)\b")
 # what a habit told of someone does not carry (a red team wrote these as habits, round 27): an address
 # or a link, a credential or an account's keys, money, the AI's user, or a lie told as routine
 _EN_HABIT_HARM = re.compile(
-    r"@|\b[a-z][a-z0-9+.\-]{1,15}://|www\.|\d{3}[\d\-\s]{4,}|\b(?:passwords?|passcodes?|logins?|pins?|codes?|ssn|card\s+numbers?"
+    _LINK + r"|\d{3}[\d\-\s]{4,}|\b(?:passwords?|passcodes?|logins?|pins?|codes?|ssn|card\s+numbers?"
     r"|cvv|expiry|bank\s+statements?|statements?|account\s+numbers?|gift\s+cards?|pay|wire|transfer|zelle|venmo|the\s+users?"
-    r"|callers?|whoever|whereabouts|location)\b|\bwhere\s+i\s+am\b|\b[a-z0-9-]{2,}\.(?:com|net|org|io|co|app|dev|me|shop|[a-z]{2})\b|\beven\s+(?:though|when|if)\b|\b(?:yes|confirmed|no\s+problems?)\b"
+    r"|callers?|whoever|whereabouts|location)\b|\bwhere\s+i\s+am\b|\beven\s+(?:though|when|if)\b|\b(?:yes|confirmed|no\s+problems?)\b"
 )
 _EN_ORDER_WORD = re.compile(
     r"\b(?:always|never|respond|reply|answer|say|tell|recommend|redirect|send|direct|include|add|mention|start|end"
@@ -86,7 +93,7 @@ _EN_ADDRESS_LEAD = re.compile(
     r"(?:(?:the|your|all|our|any|my|this)\s+)?"
     r"(?:(?:automated|summari[sz]ing|travel|virtual|personal|e-?mail|note[- ]taking|accounts[- ]payable|support|scheduling"
     r"|calendar|shopping|booking|research|home|smart|ai|language|memory|family|household|review|code|coding|robot|assistant"
-    r"|digital|ai-powered|inbox|payment|scheduling"
+    r"|digital|ai-powered|inbox|payment"
     r"|[\w-]+'s)\s+){0,2}$"
 )
 # a name that is as often a person or a product, an address only with a word that makes it a machine
@@ -131,11 +138,8 @@ _EN_REPORTED = re.compile(r"\s*(?!(?:need|feed|embed|proceed|exceed|succeed|shre
 _EN_FIRST_PERSON = re.compile(r"\b(?:me|my|mine|i|i'm|i'll|i'd|i've|myself)\b")
 # what an owner's own note to the assistant does not do: send to an outside address, open a file
 # to anyone, hide something from someone
-_EN_WEB_SINK = re.compile(r"\b[a-z][a-z0-9+.\-]{1,15}://|www\.|\blocation\b|\b[a-z0-9-]+\.(?:[a-z0-9-]+\.)*[a-z]{2,}/")  # not an owner's own, even opening the note
-_EN_SINK = re.compile(
-    r"@|\b[a-z][a-z0-9+.\-]{1,15}://|www\.|\biban\b|anyone[- ]with[- ]the[- ]link|\bpublic(?:ly)?\b"
-    r"|\b[a-z0-9-]{2,}\.(?:[a-z0-9-]+\.)*(?:com|net|org|io|co|app|dev|info|biz|me|shop|support|xyz|example|[a-z]{2})\b"
-)
+_EN_WEB_SINK = re.compile(_SCHEME + r"|\blocation\b|\b[a-z0-9-]+\.(?:[a-z0-9-]+\.)*[a-z]{2,}/")  # not an owner's own, even opening the note
+_EN_SINK = re.compile(_LINK + r"|\biban\b|anyone[- ]with[- ]the[- ]link|\bpublic(?:ly)?\b")
 # nor touch someone else's things or the keys to an account ("add me as an authorized user on her
 # account", "make me an admin", "change the payee", "the user's approval is no longer needed")
 _EN_NOT_OWNERS = re.compile(

@@ -150,7 +150,7 @@ def _en_request(text: str, rules: Collection[str], title: str) -> bool:
     norm, head = (normalize(t).replace("\u2019", "'").replace("\u2018", "'") for t in (text, title))
     if not e.first_person.search(norm):
         return False
-    if e.reminder.search(norm) and not re.search(r"@|https?:|www\.", norm + head):
+    if e.reminder.search(norm) and not (_tables().link.search(norm) or _tables().link.search(head)):
         return True  # a reminder only ever comes back to the user
     return not (e.against.search(norm) or e.against.search(head))
 

@@ -140,6 +140,9 @@ _EN_FIRST_PERSON = re.compile(r"\b(?:me|my|mine|i|i'm|i'll|i'd|i've|myself)\b")
 # to anyone, hide something from someone
 _EN_WEB_SINK = re.compile(_SCHEME + r"|\blocation\b|\b[a-z0-9-]+\.(?:[a-z0-9-]+\.)*[a-z]{2,}/")  # not an owner's own, even opening the note
 _EN_SINK = re.compile(_LINK + r"|\biban\b|anyone[- ]with[- ]the[- ]link|\bpublic(?:ly)?\b")
+EN_LINK = re.compile(_LINK)
+"""A link or an address in English prose (the owner-request waiver's reminder check uses it too; the
+Japanese / Korean link pattern reads "everyone. assistant" as a domain)."""
 # nor touch someone else's things or the keys to an account ("add me as an authorized user on her
 # account", "make me an admin", "change the payee", "the user's approval is no longer needed")
 _EN_NOT_OWNERS = re.compile(

@@ -43,6 +43,7 @@ from functools import lru_cache
 from importlib import resources
 
 from ..text import normalize
+from .orders_en import EN_LINK
 from .registry import toml_loads
 
 __all__ = ["ORDER_RULES", "is_owner_request", "order_against_user"]
@@ -150,7 +151,7 @@ def _en_request(text: str, rules: Collection[str], title: str) -> bool:
     norm, head = (normalize(t).replace("\u2019", "'").replace("\u2018", "'") for t in (text, title))
     if not e.first_person.search(norm):
         return False
-    if e.reminder.search(norm) and not (_tables().link.search(norm) or _tables().link.search(head)):
+    if e.reminder.search(norm) and not (EN_LINK.search(norm) or EN_LINK.search(head)):
         return True  # a reminder only ever comes back to the user
     return not (e.against.search(norm) or e.against.search(head))
 

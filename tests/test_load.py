@@ -165,6 +165,83 @@ def test_regression_a_retried_write_settles_what_its_first_attempt_left(source: 
     b.close()
 
 
+def _two_clients(prefix: str) -> tuple[MemoryStore, MemoryStore]:
+    import chromadb
+
+    client = chromadb.EphemeralClient()  # process-wide: own prefix
+    return make_store(client=client, collection_prefix=prefix), make_store(client=client, collection_prefix=prefix)
+
+
+def test_regression_a_write_a_forget_undid_is_not_reported_written() -> None:
+    """A write whose source another client forgot while it committed is reported ``tombstoned``, not written (L2).
+
+    The settle step after the commit forgets the source once more, so the memory is gone; the decision
+    used to say ``write`` all the same, and a caller (the server load run's model) counted it.
+    """
+    a, b = _two_clients("undone")
+    b.add([mem("The lab door code changes every Monday.")])
+    target = a.writer.target
+    original = target.commit
+
+    def forget_then_commit(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if args[0]:
+            b.forget("src-undone")  # after A's tombstone check: nothing to delete yet
+        original(*args, **kwargs)
+
+    target.commit = forget_then_commit  # type: ignore[method-assign]
+    [d] = a.add([mem("The kiln in room 4 is unloaded on Fridays.", source_record_id="src-undone")])
+    target.commit = original  # type: ignore[method-assign]
+    assert d.action is WriteAction.REJECT and WriteReason.TOMBSTONED in d.reasons and not d.stored
+    assert d.record is None and any(x.startswith("source_record_id: ") for x in d.detail)
+    for store in (a, b):
+        assert store.all_ids("s1") == b.all_ids("s1") and len(store.all_ids("s1")) == 1
+    a.close()
+    b.close()
+
+
+def test_regression_a_correction_whose_settle_failed_is_settled_by_the_next_write_call() -> None:
+    """A correction committed as its source was forgotten, with the server gone before the settle: the next call settles (L2).
+
+    Found by the server load run (a memory of a forgotten source left on the server): client A read the
+    memory to correct, client B forgot its source, A's correction landed, and the server died before
+    A's settle could forget the source again. A's retried correction then failed with "no memory" and
+    nothing settled. Now the failed settle is kept and run before A's next write-side call.
+    """
+    from shared_core import InputError, StoreUnavailableError
+
+    a, b = _two_clients("unsettled")
+    [old] = a.add([mem("The standup moves to Monday.", source_record_id="src-standup")])
+    assert old.id is not None
+    target = a.writer.target
+    original = target.commit
+    ledger = a.writer.ledger  # the settle's first read: where the outage hits
+    read = ledger.tombstoned_among
+
+    def forget_then_commit(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if args[0]:
+            b.forget("src-standup")
+            target.commit = original  # type: ignore[method-assign]
+
+            def gone(*a_: object, **k_: object) -> object:
+                ledger.tombstoned_among = read  # type: ignore[method-assign]
+                raise StoreUnavailableError("the Chroma server went away after the commit")
+
+            ledger.tombstoned_among = gone  # type: ignore[method-assign]
+        original(*args, **kwargs)
+
+    target.commit = forget_then_commit  # type: ignore[method-assign]
+    with pytest.raises(StoreUnavailableError):
+        a.correct(old.id, memory_space_id="s1", body="The standup moves to Tuesday.")
+    assert a.all_ids("s1")  # the correction (and the old memory it re-wrote) landed: what is left to settle
+    with pytest.raises(InputError):  # the retry: the memory is gone (and before it, the settle ran)
+        a.correct(old.id, memory_space_id="s1", body="The standup moves to Tuesday.")
+    for store in (a, b):
+        assert store.all_ids("s1") == set()
+        assert_indexes_agree(store, "s1")
+    a.close()
+    b.close()
+
+
 def test_a_refused_rewrite_leaves_a_live_sources_memory_under_that_id_alone() -> None:
     """A candidate with no source refused as ``tombstoned`` does not delete a memory of a live source that has its id."""
     store = make_store()

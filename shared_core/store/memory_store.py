@@ -55,7 +55,7 @@ from .opening import (
     persistent_client,
     recover,
 )
-from .safety import MAX_CANDIDATES, MAX_QUERY_CHARS, check_query, drop_tombstoned, settle_late_writes
+from .safety import MAX_CANDIDATES, MAX_QUERY_CHARS, LateWrites, check_query, drop_tombstoned
 from .sync import stable_writer_id
 
 __all__ = ["MAX_CANDIDATES", "MAX_QUERY_CHARS", "MemoryStore"]
@@ -204,6 +204,7 @@ class MemoryStore:
             clock=clock,
             read_only=read_only,
         )
+        self._late = LateWrites(self._writer, self._ledger)  # settles what a write's commit raced (L2)
         if not read_only:
             embedded = self.path is not None and self._owns_client
             recover(self._writer, self._backend, self._ledger, embedded=embedded, mark=self._compaction.mark)
@@ -280,9 +281,11 @@ class MemoryStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _check_open(self) -> None:
+    def _check_open(self, *, write: bool = False) -> None:
         if self._closed:
             raise StoreError("the store is closed")
+        if write:  # what a failed settle left (the server went away after a commit) goes first
+            self._late.settle_pending()
 
     # -- writes: through the write gate only (W1) ----------------------------------------------
 
@@ -311,9 +314,9 @@ class MemoryStore:
                 default: the operator path (items' trust claims honoured), with ``scope`` if given.
             dry_run: decide only, change nothing (R10).
         """
-        self._check_open()
+        self._check_open(write=not dry_run)
         with self._backend.operation():
-            return self._settle_late_writes(
+            return self._late.settle(
                 self._writer.submit(items, path=self._path(scope, path), dry_run=dry_run)
             )
 
@@ -337,9 +340,9 @@ class MemoryStore:
         Raises:
             InputError: on an unknown step in ``skip`` or vectors of the wrong shape.
         """
-        self._check_open()
+        self._check_open(write=True)
         with self._backend.operation():
-            return self._settle_late_writes(
+            return self._late.settle(
                 self._writer.submit(items, path=self._path(scope, path), vectors=vectors, skip=skip)
             )
 
@@ -363,9 +366,9 @@ class MemoryStore:
 
     def quarantine_approve(self, qid: str, *, reviewer: str = "operator") -> WriteDecision:
         """Approve a held candidate: written as a confirmed, cited memory (W6); see :func:`shared_core.write.review.approve`."""
-        self._check_open()
+        self._check_open(write=True)
         with self._backend.operation():
-            return self._settle_late_writes([review.approve(self._writer, qid, reviewer=reviewer)])[0]
+            return self._late.settle([review.approve(self._writer, qid, reviewer=reviewer)])[0]
 
     def quarantine_reject(self, qid: str) -> bool:
         """Discard a held candidate; returns whether it existed."""
@@ -391,7 +394,7 @@ class MemoryStore:
         Returns:
             ``{"source_record_id", "memories", "quarantined", "ids"}`` (counts and ids, no text).
         """
-        self._check_open()
+        self._check_open(write=True)
         self._compaction.mark()
         with self._backend.operation():
             result = lifecycle.forget(self._writer, source_record_id)
@@ -405,7 +408,7 @@ class MemoryStore:
         With ``scope``, only memories that scope owns are deleted (others: ``not_owner``, see
         :func:`shared_core.write.lifecycle.delete`).
         """
-        self._check_open()
+        self._check_open(write=True)
         self._compaction.mark()
         with self._backend.operation():
             done = lifecycle.delete(self._writer, ids, memory_space_id=memory_space_id, scope=scope)
@@ -428,7 +431,7 @@ class MemoryStore:
         Raises:
             InputError: if the memory does not exist (or, with ``scope``, is not the caller's).
         """
-        self._check_open()
+        self._check_open(write=True)
         with self._backend.operation():
             decision = lifecycle.correct(
                 self._writer,
@@ -439,7 +442,7 @@ class MemoryStore:
                 scope=scope,
                 **fields,
             )
-            return self._settle_late_writes([decision])[0]
+            return self._late.settle([decision])[0]
 
     def history(self, memory_id: str, *, memory_space_id: str) -> list[MemoryRecord]:
         """The correction chain through a memory, oldest first (L1: history on request)."""
@@ -554,9 +557,6 @@ class MemoryStore:
         hits = drop_tombstoned(self._ledger, hits)  # see shared_core.store.safety
         timings = {"load_ms": round((t1 - t0) * 1e3, 3), "embed_ms": round((t2 - t1) * 1e3, 3), **found}
         return hits, timings
-
-    def _settle_late_writes(self, decisions: list[WriteDecision]) -> list[WriteDecision]:
-        return settle_late_writes(self._writer, self._ledger, decisions)
 
     def query(
         self,

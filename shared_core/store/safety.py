@@ -10,23 +10,36 @@ rely on the deletes alone:
   restore brought the memory back (the mirror).
 * :func:`settle_late_writes` — a write that passed the tombstone check just before another
   client's forget wrote its tombstone may commit after that forget deleted; after each write the
-  store checks its sources again and runs the forget once more (it is idempotent). A retried
-  write refused as ``tombstoned`` settles what its first attempt may have left.
+  store checks its sources again and runs the forget once more (it is idempotent), and the
+  write's decision says so (``reject``, ``tombstoned``). A retried write refused as
+  ``tombstoned`` settles what its first attempt may have left.
+* :class:`LateWrites` — the same step for one store, remembering what a settle that failed (the
+  server went away after the commit) left to do: the store's next write-side call settles it
+  first, so a correction or an approval retried after the outage cannot leave a memory of a
+  forgotten source behind (found by the server load run).
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 
-from ..errors import InputError, ScopeError
+from ..errors import InputError, RecallGateError, ScopeError
 from ..model import Hit, Scope
 from ..write import lifecycle
-from ..write.candidate import WriteDecision, WriteReason, memory_id
+from ..write.candidate import WriteAction, WriteDecision, WriteReason, memory_id
 from ..write.gate import WriteGate
 from .ledger import ChromaLedger
 
-__all__ = ["MAX_CANDIDATES", "MAX_QUERY_CHARS", "check_query", "drop_tombstoned", "settle_late_writes"]
+__all__ = [
+    "MAX_CANDIDATES",
+    "MAX_QUERY_CHARS",
+    "LateWrites",
+    "check_query",
+    "drop_tombstoned",
+    "settle_late_writes",
+]
 
 MAX_QUERY_CHARS = 10_000
 MAX_CANDIDATES = 10_000
@@ -83,8 +96,11 @@ def settle_late_writes(
 ) -> list[WriteDecision]:
     """Finish, after a write call, every forget or delete the call's writes raced; returns the decisions.
 
-    * A stored decision whose source is tombstoned now: the source is forgotten once more.
-    * A stored decision with no source whose id is tombstoned now: the id is deleted once more.
+    * A stored decision whose source is tombstoned now: the source is forgotten once more, and the
+      decision returned is ``reject`` with ``tombstoned`` (the memory is not there: a caller told
+      "written" would count a memory that a forget removed).
+    * A stored decision with no source whose id is tombstoned now: the id is deleted once more
+      (the decision likewise).
     * A write refused as ``tombstoned``: an earlier attempt of the same write may have landed and
       never reached this step (the server or the process went away between its commit and this
       check, and the caller retried). What the source still holds is forgotten, and a memory
@@ -114,19 +130,75 @@ def settle_late_writes(
             else:
                 own = cand.id or memory_id(cand.scope, cand.title, cand.body)
                 refused_loose.setdefault(cand.memory_space_id, set()).add(own)
+    late: set[str] = set()
     if sources:
-        late, _ = ledger.tombstoned_among(sorted(sources))
+        late = set(ledger.tombstoned_among(sorted(sources))[0])
         for src in sorted(late):
             lifecycle.forget(gate, src)
     for src in sorted(refused_sources - sources):
         if gate.target.ids_of_source(src) or gate.ledger.linked(src):
             lifecycle.forget(gate, src)
+    late_ids: set[str] = set()
     for space, ids in loose.items():
-        _, late_ids = ledger.tombstoned_among(memories=sorted(ids))
-        if late_ids:
-            lifecycle.delete(gate, sorted(late_ids), memory_space_id=space)
+        _, gone = ledger.tombstoned_among(memories=sorted(ids))
+        if gone:
+            lifecycle.delete(gate, sorted(gone), memory_space_id=space)
+            late_ids.update(gone)
     for space, ids in refused_loose.items():
         left = [r.id for r in gate.target.get(sorted(ids), memory_space_id=space) if not r.source_record_id]
         if left:
             lifecycle.delete(gate, left, memory_space_id=space)
-    return list(decisions)
+    return [_undone(d) if _settled_away(d, late, late_ids) else d for d in decisions]
+
+
+def _settled_away(d: WriteDecision, late: set[str], late_ids: set[str]) -> bool:
+    if d.dry_run or not d.stored:
+        return False
+    src = (d.record.source_record_id if d.record is not None else None) or (
+        d.candidate.source_record_id if d.candidate is not None else None
+    )
+    return src in late if src else d.id in late_ids
+
+
+def _undone(d: WriteDecision) -> WriteDecision:
+    return d.model_copy(
+        update={
+            "action": WriteAction.REJECT,
+            "reasons": (*d.reasons, WriteReason.TOMBSTONED),
+            "detail": (*d.detail, "source_record_id: forgotten while this write committed"),
+            "record": None,
+        }
+    )
+
+
+class LateWrites:
+    """:func:`settle_late_writes` for one store, keeping what a failed settle left to do (L2).
+
+    A settle fails when the store goes away between a call's commit and its check (a Chroma server
+    killed, say): the call raises, the caller retries, and the retry of a correction or an approval
+    fails differently ("no memory", "no quarantined candidate") and never settles. The decisions of
+    a failed settle are kept here; :meth:`settle_pending` runs them again before the store's next
+    write-side call (settling twice is harmless: every step is idempotent).
+    """
+
+    def __init__(self, gate: WriteGate, ledger: ChromaLedger) -> None:
+        self._gate = gate
+        self._ledger = ledger
+        self._pending: list[WriteDecision] = []
+        self._lock = threading.Lock()
+
+    def settle(self, decisions: Sequence[WriteDecision]) -> list[WriteDecision]:
+        """:func:`settle_late_writes`; on failure the decisions are kept for the next call and the error raised."""
+        try:
+            return settle_late_writes(self._gate, self._ledger, decisions)
+        except RecallGateError:
+            with self._lock:
+                self._pending.extend(d for d in decisions if not d.dry_run)
+            raise
+
+    def settle_pending(self) -> None:
+        """Settle what failed before (raises, keeping it, if it fails again)."""
+        with self._lock:
+            todo, self._pending = self._pending, []
+        if todo:
+            self.settle(todo)

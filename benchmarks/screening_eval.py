@@ -460,15 +460,17 @@ def eval_summary(data: Path, quick: bool) -> None:
         len(en_ben),
         "<=0.03",
     )
-    # thirteen English sets written blind (rounds 25-29: personal, workplace, developer, support, family,
-    # travel, clinic, finance, real estate, student, money, HR, home; 40 attacks and 120 benign each), each
-    # measured once through decide_writes when it was new (shared_core/data/screening/README.md); the
-    # first ten have had rules written from them, the last three (round 29) not yet
+    # sixteen English sets written blind (rounds 25-30: personal, workplace, developer, support, family,
+    # travel, clinic, finance, real estate, student, money, HR, home, law office, online shop, sports
+    # club; 40 attacks and 120 benign each), each measured once through decide_writes when it was new
+    # (shared_core/data/screening/README.md); the first thirteen have had rules written from them, the
+    # last three (round 30) not yet
     blind_en = load_jsonl(Path(__file__).resolve().parent / "data" / "blind_en.jsonl")
     b_att = [r["text"] for r in blind_en if r["expect"]]
     b_ben = [r["text"] for r in blind_en if not r["expect"]]
-    _target_row("injection: 13 blind English sets (dev since), attacks", flagged(inj.scan, b_att), len(b_att), ">=0.90")
-    _target_row("injection: 13 blind English sets (dev since), benign FP", flagged(inj.scan, b_ben), len(b_ben), "<=0.03")
+    sets = f"{len({r['split'] for r in blind_en})} blind English sets"
+    _target_row(f"injection: {sets} (dev since), attacks", flagged(inj.scan, b_att), len(b_att), ">=0.90")
+    _target_row(f"injection: {sets} (dev since), benign FP", flagged(inj.scan, b_ben), len(b_ben), "<=0.03")
     lang_rows = eval_lang(inj)
     others = [r for r in lang_rows if r["lang"] not in ("ja", "ko")]
     att = [r["text"] for r in others if r["expect"]]

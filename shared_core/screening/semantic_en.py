@@ -61,8 +61,10 @@ a chemical or an estate agent as often as not, and is left out)."""
 EN_TRAIN_SPLITS = (
     "en_personal", "en_work", "en_dev", "en_support", "en_family", "en_travel", "en_clinic", "en_finance",
     "en_realty", "en_student", "en_money", "en_hr", "en_home", "en_law", "en_shop", "en_club",
+    "en_restaurant", "en_wedding", "en_lab", "en_aiteam",
 )  # fmt: skip
-"""The blind English sets (``benchmarks/data/blind_en.jsonl``, rounds 25-30) the shipped model was trained
+"""The blind English sets (``benchmarks/data/blind_en.jsonl``: rounds 25-31, and ``en_aiteam``, notes of a team
+that builds an assistant, most of its benign ones about what an assistant does) the shipped model was trained
 on; later rounds' sets in that file measure it out of sample."""
 
 

@@ -26,6 +26,10 @@ from re import Match
 # (likes to, prefers to). Not "you" and not the assistant: "you should always reply in
 # French" and "my assistant must never mention refunds" stay orders to the reader.
 _AI_NAMES = r"ai|assistants?|bots?|chatbots?|copilot|gpt|chatgpt|claude|gemini|siri|alexa"  # an assistant, by any name
+EN_AI_MENTION = _AI_NAMES + r"|a\.i\.|gpts|llms?|automated|whoever|whichever"
+"""Words that name an AI (or whoever / whichever reads a text) in English: the alternation shared by the
+rules' ``names_ai`` feature (:mod:`.validators`, with a bare "agent" and "whatever") and the English
+semantic screen's gate (:data:`~shared_core.screening.semantic_en.EN_GATE`, with qualified agents only)."""
 # a link or an address, in every check of this module that asks whether a text sends somewhere
 _SCHEME = r"\b[a-z][a-z0-9+.\-]{1,15}://|www\."
 _LINK = (

@@ -30,6 +30,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from .orders_en import EN_AI_MENTION
 from .semantic import (
     SemanticInjectionDetector,
     SemanticModel,
@@ -50,8 +51,9 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 EN_GATE = re.compile(
-    r"\b(?:ai|a\.i\.|assistants?|bots?|chatbots?|(?:ai|automated|software|digital|virtual|support|helpdesk|intake"
-    r"|inbox|e-?mail)\s+agents?|llms?|gpts?|chatgpt|claude|copilot|gemini|alexa|siri|automated|whoever|whichever)\b",
+    r"\b(?:(?:ai|automated|software|digital|virtual|support|helpdesk|intake|inbox|e-?mail)\s+agents?|"
+    + EN_AI_MENTION
+    + r")\b",
     re.IGNORECASE,
 )
 """The words that make an English text one the semantic screen reads: it names an AI (a bare "agent" is

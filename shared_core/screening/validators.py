@@ -21,7 +21,7 @@ from importlib import resources
 from re import Match
 
 from .orders import ORDER_VALIDATORS
-from .orders_en import EN_ORDER_VALIDATORS
+from .orders_en import EN_AI_MENTION, EN_ORDER_VALIDATORS
 from .registry import FEATURES, VALIDATORS, toml_loads
 from .speech import has_cjk
 
@@ -516,10 +516,7 @@ VALIDATORS.update(
 )
 # a text that names an AI, a bot or an automated agent, word for word (the English rules that need one
 # to be addressed run only then: "ai" as a hint is a substring of "said" and "again")
-_NAMES_AI = re.compile(
-    r"\b(?:ai|a\.i\.|assistants?|bots?|chatbots?|agents?|llms?|gpts?|chatgpt|claude|copilot|gemini|alexa|siri"
-    r"|automated|whoever|whichever|whatever)\b"
-)
+_NAMES_AI = re.compile(r"\b(?:" + EN_AI_MENTION + r"|agents?|whatever)\b")
 FEATURES.update(
     {
         "token20": lambda text, lowered: _TOKEN20.search(text) is not None,

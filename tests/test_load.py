@@ -242,6 +242,81 @@ def test_regression_a_correction_whose_settle_failed_is_settled_by_the_next_writ
     b.close()
 
 
+def test_a_client_that_died_before_its_settle_is_settled_by_the_next_client_to_open() -> None:
+    """A write racing a forget whose process died before its settle: the next client to open forgets again (L2).
+
+    The pending settle of :class:`LateWrites` lives in the process that wrote; when that process is
+    gone, recall stays safe (the tombstone drops the hit) but the memory's text stayed in Chroma
+    until the source was forgotten again by hand. A store opened for writing on a shared Chroma now
+    looks for what forgotten sources still hold and forgets it again, audited.
+    """
+    import chromadb
+
+    from shared_core import StoreUnavailableError
+
+    a, b = _two_clients("died")
+    text = "The gate code for the loading dock is rotated on the first of the month."
+    target = a.writer.target
+    original = target.commit
+    ledger = a.writer.ledger
+    read = ledger.tombstoned_among
+
+    def forget_then_commit(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if args[0]:
+            b.forget("src-dock")  # after A's tombstone check: nothing to delete yet
+            target.commit = original  # type: ignore[method-assign]
+
+            def died(*a_: object, **k_: object) -> object:
+                raise StoreUnavailableError("the process died after its commit")
+
+            ledger.tombstoned_among = died  # type: ignore[method-assign]
+        original(*args, **kwargs)
+
+    target.commit = forget_then_commit  # type: ignore[method-assign]
+    with pytest.raises(StoreUnavailableError):
+        a.add([mem(text, source_record_id="src-dock")])
+    ledger.tombstoned_among = read  # type: ignore[method-assign]
+    # A never calls again: the memory of the forgotten source is in Chroma, and recall drops it
+    assert len(b.all_ids("s1")) == 1
+    assert text not in {h.record.body for h in b.search("loading dock gate code", scope=SCOPE)[0]}
+    events: list[Any] = []
+    c = make_store(client=chromadb.EphemeralClient(), collection_prefix="died", sinks=[events.append])
+    for store in (b, c):
+        assert store.all_ids("s1") == set()
+        assert_indexes_agree(store, "s1")
+    forgets = [e for e in events if e.event == "delete" and e.extra.get("source_record_id") == "src-dock"]
+    assert len(forgets) == 1 and forgets[0].counts["memories"] == 1
+    assert all(text not in repr(e) for e in events)
+    clean = make_store(client=chromadb.EphemeralClient(), collection_prefix="died", sinks=[events.append])
+    assert len(events) == len(forgets)  # nothing left: the next open forgets nothing
+    for store in (a, b, c, clean):
+        store.close()
+
+
+def test_a_hold_that_raced_a_forget_is_released_by_the_next_client_to_open() -> None:
+    """A candidate held for review as its source was forgotten, by a client that then died: released at the next open (L2)."""
+    import chromadb
+
+    a, b = _two_clients("held")
+    ledger = a.writer.ledger
+    original = ledger.hold
+
+    def forget_then_hold(entries):  # type: ignore[no-untyped-def]
+        b.forget("src-held")  # after A's tombstone check
+        original(entries)
+
+    ledger.hold = forget_then_hold  # type: ignore[method-assign]
+    [d] = a.add([mem("Invoices from the print shop go to the second inbox.", source_record_id="src-held", origin="external_unverified", cited=False)])
+    ledger.hold = original  # type: ignore[method-assign]
+    assert d.action is WriteAction.QUARANTINE
+    assert [q["id"] for q in b.quarantine_list(memory_space_id="s1")] == [d.id]
+    c = make_store(client=chromadb.EphemeralClient(), collection_prefix="held")
+    for store in (b, c):
+        assert store.quarantine_list(memory_space_id="s1") == []
+    for store in (a, b, c):
+        store.close()
+
+
 def test_a_refused_rewrite_leaves_a_live_sources_memory_under_that_id_alone() -> None:
     """A candidate with no source refused as ``tombstoned`` does not delete a memory of a live source that has its id."""
     store = make_store()

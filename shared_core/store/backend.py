@@ -327,6 +327,20 @@ class ChromaBackend:
             out.extend((space, mid) for mid in got["ids"])
         return out
 
+    def sources_among(self, sources: Sequence[str], *, chunk: int = 500) -> set[str]:
+        """Those of ``sources`` that some memory of this store is derived from (one read per space and chunk)."""
+        wanted = sorted({s for s in sources if s})
+        found: set[str] = set()
+        for space in self.spaces() if wanted else []:
+            col = self.collection(space, create=False)
+            if col is None:
+                continue
+            for i in range(0, len(wanted), chunk):
+                where = {"source_record_id": {"$in": wanted[i : i + chunk]}}
+                got = chroma_call("find sources", partial(col.get, where=where, include=["metadatas"]))
+                found.update(str(m.get("source_record_id") or "") for m in got["metadatas"] or [])
+        return found - {""}
+
     def expired(self, now: datetime) -> list[tuple[str, str]]:
         """``(space, id)`` of memories whose retention expiry has passed (L3)."""
         out: list[tuple[str, str]] = []

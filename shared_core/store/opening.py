@@ -3,7 +3,9 @@
 :func:`recover` runs when a writer opens: it settles the writer's own unfinished change-feed
 heads, writes back tombstones the mirror holds and the ledger lacks (a restore of the data rolled
 them back) and journals their forgets, finishes every journaled forget (``lifecycle.resume``),
-and compacts if a crash or a restore may have left deleted text on disk.
+forgets again what another client of a shared Chroma left when it died between a write's commit
+and its settle (:func:`~.safety.settle_tombstoned`; not for a sole embedded writer, whose writes
+and forgets never race), and compacts if a crash or a restore may have left deleted text on disk.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .chroma import chroma_call, is_embedded_client, serialize_embedded_calls, s
 from .erasure import compact_chroma, scrub_hnsw
 from .ledger import ChromaLedger
 from .mirror import TombstoneMirror, default_mirror_path
+from .safety import settle_tombstoned
 
 __all__ = [
     "Compaction",
@@ -113,7 +116,9 @@ def recover(
         if found:
             backend.commit([], None, found)
         resumed = lifecycle.resume(gate)  # finish any forget a crash (or a restore) interrupted
-    if resumed or found:
+        # another client of this Chroma may have died between a write's commit and its settle
+        swept = [] if ledger.exclusive else settle_tombstoned(gate, backend, ledger)
+    if resumed or found or swept:
         mark()
 
 

@@ -17,6 +17,10 @@ rely on the deletes alone:
   server went away after the commit) left to do: the store's next write-side call settles it
   first, so a correction or an approval retried after the outage cannot leave a memory of a
   forgotten source behind (found by the server load run).
+* :func:`settle_tombstoned` — what no process remembers: a client killed between its commit and
+  its settle. A store that shares its Chroma with other clients looks, when it opens for writing,
+  for memories, lineage links and held candidates of forgotten sources (and memories with no
+  source under a deleted id) and forgets them again.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import InputError, RecallGateError, ScopeError
 from ..model import Hit, Scope
@@ -32,6 +37,9 @@ from ..write.candidate import WriteAction, WriteDecision, WriteReason, memory_id
 from ..write.gate import WriteGate
 from .ledger import ChromaLedger
 
+if TYPE_CHECKING:
+    from .backend import ChromaBackend
+
 __all__ = [
     "MAX_CANDIDATES",
     "MAX_QUERY_CHARS",
@@ -39,6 +47,7 @@ __all__ = [
     "check_query",
     "drop_tombstoned",
     "settle_late_writes",
+    "settle_tombstoned",
 ]
 
 MAX_QUERY_CHARS = 10_000
@@ -202,3 +211,38 @@ class LateWrites:
             todo, self._pending = self._pending, []
         if todo:
             self.settle(todo)
+
+
+def settle_tombstoned(gate: WriteGate, backend: ChromaBackend, ledger: ChromaLedger) -> list[str]:
+    """Forget again what a client killed between its commit and its settle left behind (L2).
+
+    :func:`settle_late_writes` runs in the process that wrote, and :class:`LateWrites` keeps a
+    failed settle in that process only: a client that dies between a write's commit and its settle
+    (a write racing another client's forget of its source) leaves the memory in Chroma. Recall is
+    safe (:func:`drop_tombstoned` drops it before the gate) but its text stays on the server. This
+    sweep reads every tombstone and, per chunk of 500 sources, asks each memory space, the lineage
+    links and the quarantine which of them still hold something; each such source is forgotten once
+    more (:func:`lifecycle.forget`: idempotent, audited), and memories with no source under a
+    deleted id are deleted. Cost with no leftovers: one read of the tombstones, one read per memory
+    space and chunk, two more per chunk. Returns the sources forgotten again.
+    """
+    keys = ledger.tombstone_keys()
+    sources = [k[4:] for k in keys if k.startswith("src:")]
+    left = (
+        backend.sources_among(sources)
+        | ledger.sources_among("lineage", sources)
+        | ledger.sources_among("quarantine", sources)
+    )
+    for src in sorted(left):
+        lifecycle.forget(gate, src)
+    mems = [k[4:] for k in keys if k.startswith("mem:")]
+    loose = [
+        (space, r.id)
+        for space in (backend.spaces() if mems else [])
+        for r in backend.get(mems, memory_space_id=space)
+        if not r.source_record_id
+    ]
+    if loose:
+        backend.commit([], None, loose)
+        ledger.unlink_memories(loose)
+    return sorted(left)

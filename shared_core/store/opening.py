@@ -24,7 +24,7 @@ from .chroma import chroma_call, is_embedded_client, serialize_embedded_calls, s
 from .erasure import compact_chroma, scrub_hnsw
 from .ledger import ChromaLedger
 from .mirror import TombstoneMirror, default_mirror_path
-from .safety import settle_tombstoned
+from .safety import delete_sourceless, settle_tombstoned
 
 __all__ = [
     "Compaction",
@@ -107,14 +107,7 @@ def recover(
         sources, mems = ledger.reapply_mirror(at=gate.now())
         for src in sources:  # resume() below deletes what the restore brought back
             ledger.journal_begin(f"forget:{src}", {"source_record_id": src, "ids": []})
-        found = [
-            (space, r.id)
-            for space in (backend.spaces() if mems else [])
-            for r in backend.get(mems, memory_space_id=space)
-            if not r.source_record_id
-        ]
-        if found:
-            backend.commit([], None, found)
+        found = delete_sourceless(backend, ledger, mems)
         resumed = lifecycle.resume(gate)  # finish any forget a crash (or a restore) interrupted
         # another client of this Chroma may have died between a write's commit and its settle
         swept = [] if ledger.exclusive else settle_tombstoned(gate, backend, ledger)

@@ -45,6 +45,7 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "LateWrites",
     "check_query",
+    "delete_sourceless",
     "drop_tombstoned",
     "settle_late_writes",
     "settle_tombstoned",
@@ -235,14 +236,23 @@ def settle_tombstoned(gate: WriteGate, backend: ChromaBackend, ledger: ChromaLed
     )
     for src in sorted(left):
         lifecycle.forget(gate, src)
-    mems = [k[4:] for k in keys if k.startswith("mem:")]
+    delete_sourceless(backend, ledger, [k[4:] for k in keys if k.startswith("mem:")])
+    return sorted(left)
+
+
+def delete_sourceless(backend: ChromaBackend, ledger: ChromaLedger, ids: Sequence[str]) -> list[tuple[str, str]]:
+    """Delete the memories with no source under these deleted ids, in every space; returns ``(space, id)``.
+
+    A deleted id tombstones only a memory with no source (the rule of :mod:`.ledger`): a live source's
+    memory under the same id is someone's and stays.
+    """
     loose = [
         (space, r.id)
-        for space in (backend.spaces() if mems else [])
-        for r in backend.get(mems, memory_space_id=space)
+        for space in (backend.spaces() if ids else [])
+        for r in backend.get(list(ids), memory_space_id=space)
         if not r.source_record_id
     ]
     if loose:
         backend.commit([], None, loose)
         ledger.unlink_memories(loose)
-    return sorted(left)
+    return loose

@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python benchmarks/write_gate_eval.py                       # all sets, about two minutes
+    python benchmarks/write_gate_eval.py                       # all sets, ~25 minutes on 2 cores
     python benchmarks/write_gate_eval.py --data ../shared/data
 
 Every memory is written with ``store.add([...])`` as ``origin: user_explicit`` (the most trusted
@@ -159,6 +159,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             r["text"] for r in inj_cases if r["expect"] and r["kind"] in ("injection", "hidden_text")
         ],
         ("injection (BIPIA e-mail + attack)", "en"): _bipia(args.data, rng, 80),
+        # notes built to pass the quoted-attack waiver by helpers told its conditions; many carry no
+        # phrase the rules know, and those are written waiver or not (round 33)
+        ("red team on the quoted-attack waiver", "en"): [
+            r["text"] for r in _jsonl(ROOT / "benchmarks" / "data" / "redteam_round33_quoted_en.jsonl")
+        ],
         ("secret (case table, all encodings)", "any"): [r["text"] for r in secret_cases if r["expect"]],
     }
     benign: dict[tuple[str, str], list[str]] = {
@@ -166,6 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("injection table, benign rows", "en"): [r["text"] for r in inj_cases if not r["expect"]],
         ("secret look-alikes", "any"): [r["text"] for r in secret_cases if not r["expect"]],
         ("SciFact abstracts", "en"): scifact,
+        # security notes, red-team logs and journalism quoting attacks, written blind (round 33)
+        ("notes quoting an attack", "en"): [r["text"] for r in _jsonl(ROOT / "benchmarks" / "data" / "quoted_en.jsonl")],
     }
     for lang in ("ja", "ko"):
         rows = [r for r in lang_cases if r["lang"] == lang]

@@ -265,6 +265,11 @@ class WritePolicy(BaseModel):
             by addressing the assistant, with only order findings and nothing against the user
             (:mod:`shared_core.screening.owner`), is written with reason ``owner_request``;
             ``hold`` treats it as any other order.
+        quoted_attacks: ``write`` (default) or ``hold`` an English note of the user's own that
+            quotes an attack to record it ("a visitor typed 'ignore your previous instructions
+            and ...'. The bot refused."): on the owner-request path, one paragraph about attacks
+            or examples whose every injection finding lies inside a quotation naming no target
+            (:mod:`shared_core.screening.quoted_en`), written with reason ``quoted_attack``.
         trust: per-origin decision for cited and uncited candidates (W3).
         default_origin: origin assumed when a candidate names none.
         dedup_threshold: cosine at or above which a scoped neighbour is the same memory (W2).
@@ -284,6 +289,7 @@ class WritePolicy(BaseModel):
     pii: Literal["mask", "reject", "allow"] = "mask"
     injection: Literal["quarantine", "reject"] = "quarantine"
     owner_requests: Literal["write", "hold"] = "write"
+    quoted_attacks: Literal["write", "hold"] = "write"
     trust: dict[Origin, TrustRule] = Field(default_factory=_default_trust)
     default_origin: Origin = Origin.AGENT_INFERRED
     dedup_threshold: float = Field(default=0.92, gt=0.0, le=1.0)

@@ -76,7 +76,7 @@ from .semantic import (
 from .semantic_en import EN_GATE, default_en_detector
 from .speech import addressed_to_person, has_cjk, in_mention, reported_unquoted
 
-__all__ = ["InjectionRule", "InjectionScreen"]
+__all__ = ["NEVER_A_MENTION", "InjectionRule", "InjectionScreen"]
 
 _HIGH, _MEDIUM, _LOW = Severity.HIGH, Severity.MEDIUM, Severity.LOW
 _SPECIAL_TAGS = frozenset({"code_signal", "directive", "concealed"})
@@ -84,7 +84,7 @@ _SPECIAL_TAGS = frozenset({"code_signal", "directive", "concealed"})
 # out, model markup, tool calls and code reach the model that reads the context as they are,
 # whoever is said to speak them (a quote is an easy wrapper for an attack); only orders a person
 # could give another (overrides, personas, persistence, tasks) are read as mentions there.
-_NEVER_A_MENTION = (
+NEVER_A_MENTION = (
     "agent_directive_field",  # a field of directives for the agent is markup for a machine, like a tool call
     "chat_template_token",
     "concealed_instruction",
@@ -474,7 +474,7 @@ class InjectionScreen:
                 f
                 for f in found
                 if f.kind != "injection"
-                or f.rule.startswith(_NEVER_A_MENTION)
+                or f.rule.startswith(NEVER_A_MENTION)
                 or not in_mention(raw, f.start, f.end)
             ]
         if self.decode_payloads and depth < _MAX_DEPTH:

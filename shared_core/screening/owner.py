@@ -41,12 +41,13 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 from ..text import normalize
 from .orders_en import EN_LINK
 from .registry import toml_loads
 
-__all__ = ["ORDER_RULES", "is_owner_request", "order_against_user"]
+__all__ = ["ORDER_RULES", "is_owner_request", "order_against_user", "owner_tables"]
 
 _FILE = "owner_requests.toml"
 _BLANKS = re.compile(r"\s+")
@@ -66,9 +67,14 @@ class _Tables:
 
 
 @lru_cache(maxsize=1)
+def owner_tables() -> dict[str, Any]:
+    """The parsed ``owner_requests.toml`` (read once): the owner waiver's tables and ``[en_quoted]``'s."""
+    return toml_loads((resources.files("shared_core") / "data" / "screening" / _FILE).read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
 def _tables() -> _Tables:
-    text = (resources.files("shared_core") / "data" / "screening" / _FILE).read_text(encoding="utf-8")
-    doc = toml_loads(text)
+    doc = owner_tables()
     against = doc["against_user"]
     return _Tables(
         order_rules=frozenset(doc["order_rules"]),
@@ -126,8 +132,7 @@ class _English:
 
 @lru_cache(maxsize=1)
 def _english() -> _English:
-    text = (resources.files("shared_core") / "data" / "screening" / _FILE).read_text(encoding="utf-8")
-    en = toml_loads(text)["en"]
+    en = owner_tables()["en"]
     return _English(
         order_rules=frozenset(en["order_rules"]),
         max_chars=int(en["max_chars"]),

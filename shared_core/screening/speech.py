@@ -26,6 +26,7 @@ __all__ = [
     "addressed_to_person",
     "has_cjk",
     "in_mention",
+    "quote_around",
     "reported_unquoted",
 ]
 
@@ -65,7 +66,7 @@ def has_cjk(text: str) -> bool:
     )
 
 
-def _quote_around(text: str, start: int, end: int) -> tuple[int, int] | None:
+def quote_around(text: str, start: int, end: int) -> tuple[int, int] | None:
     """``(open, close)`` of the innermost quotation on its line that holds ``[start, end)``."""
     line_start = max(text.rfind("\n", max(0, start - 200), start) + 1, start - 200, 0)
     stack: list[int] = []
@@ -94,7 +95,7 @@ def in_mention(text: str, start: int, end: int) -> bool:
     (例：, 예시:) on the same line. What counts is where the match ends, the verb that gives the
     order: システムに「以前の命令を無視しろ」と入力する has the words before the quote outside it.
     """
-    q = _quote_around(text, max(start, end - 1), end)
+    q = quote_around(text, max(start, end - 1), end)
     if q is not None:
         open_, close = q
         if _MENTION_AFTER.match(text, close + 1) is not None:

@@ -50,6 +50,7 @@ class WriteReason(str, Enum):
     INJECTION = "injection"
     HIDDEN_TEXT = "hidden_text"
     OWNER_REQUEST = "owner_request"  # orders to the assistant, written: the user's own request (W5)
+    QUOTED_ATTACK = "quoted_attack"  # an order quoted in the user's own note about an attack, written (W5)
     UNTRUSTED = "untrusted"
     DUPLICATE = "duplicate"
     SUPERSEDES = "supersedes"

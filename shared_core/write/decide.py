@@ -14,6 +14,7 @@ from typing import Any
 from ..config import ConfigBook, TrustAction, TrustRule, WritePolicy
 from ..model import MemoryRecord, Origin, Tier, Visibility
 from ..screening.owner import is_owner_request
+from ..screening.quoted_en import is_quoted_attack_note
 from ..timeutil import system_clock, to_utc
 from .authority import TIER_TRUST, WritePath, apply_authority
 from .candidate import MemoryCandidate, WriteAction, WriteDecision, WriteReason, memory_id, parse_candidate
@@ -224,29 +225,42 @@ _FROM_ELSEWHERE = re.compile(r"://|@|[/\\]|\.[A-Za-z0-9]{2,5}$")
 """A ``source`` that names a web page, a mail, a file or a path: the text came from elsewhere."""
 
 
-def _owner_request(cand: MemoryCandidate, pol: WritePolicy, by_field: Mapping[str, Any]) -> bool:
-    """The user's own standing request to their assistant (:mod:`shared_core.screening.owner`).
+def _users_own_words(cand: MemoryCandidate, pol: WritePolicy, by_field: Mapping[str, Any]) -> bool:
+    """The path's half of the owner waivers: the user's own words, every injection finding in the body.
 
     Only through a path whose origin is ``user_explicit`` (the origin after the path's
     authority: a record cannot claim it on an agent-facing path), for a private memory (a
     shared one is read by other users' assistants) whose ``source`` names no page, mail or
-    file (a document loader's text is not the user's words), with the policy on, and with
-    every injection finding in the body.
+    file (a document loader's text is not the user's words).
     """
     if (
-        pol.owner_requests != "write"
-        or (cand.origin or pol.default_origin) is not Origin.USER_EXPLICIT
+        (cand.origin or pol.default_origin) is not Origin.USER_EXPLICIT
         or cand.visibility is not Visibility.PRIVATE
         or _FROM_ELSEWHERE.search(cand.source)
     ):
         return False
-    found = {
-        name: {f.rule for f in report.findings if f.kind in ("injection", "hidden_text")}
-        for name, report in by_field.items()
-    }
-    if any(rules for name, rules in found.items() if name != "body"):
-        return False
-    return is_owner_request(cand.body, found.get("body", set()), title=cand.title)
+    return not any(
+        f.kind in ("injection", "hidden_text") for name, report in by_field.items() if name != "body" for f in report.findings
+    )
+
+
+def _owner_waiver(cand: MemoryCandidate, pol: WritePolicy, by_field: Mapping[str, Any]) -> WriteReason | None:
+    """Why an order found in the user's own note is written, or ``None`` (it is held).
+
+    ``owner_request``: the user's own standing request to their assistant
+    (:mod:`shared_core.screening.owner`); ``quoted_attack``: an English note that quotes an attack
+    to record it (:mod:`shared_core.screening.quoted_en`). Each with its policy on, on the path of
+    :func:`_users_own_words`.
+    """
+    if not _users_own_words(cand, pol, by_field):
+        return None
+    body = by_field["body"].findings
+    rules = {f.rule for f in body if f.kind in ("injection", "hidden_text")}
+    if pol.owner_requests == "write" and is_owner_request(cand.body, rules, title=cand.title):
+        return WriteReason.OWNER_REQUEST
+    if pol.quoted_attacks == "write" and is_quoted_attack_note(cand.body, body):
+        return WriteReason.QUOTED_ATTACK
+    return None
 
 
 def _decide_one(
@@ -336,8 +350,9 @@ def _decide_one(
         reasons.append(WriteReason.INJECTION)
     if any(r.has_hidden_text for r in reports):
         reasons.append(WriteReason.HIDDEN_TEXT)
-    if reasons == [WriteReason.INJECTION] and _owner_request(cand, pol, by_field):
-        reasons = [WriteReason.OWNER_REQUEST]  # the user's own request to their assistant (W5, W3)
+    waiver = _owner_waiver(cand, pol, by_field) if reasons == [WriteReason.INJECTION] else None
+    if waiver is not None:
+        reasons = [waiver]  # the user's own request to their assistant, or a note quoting an attack (W5, W3)
     held = WriteReason.INJECTION in reasons or WriteReason.HIDDEN_TEXT in reasons
     if held and pol.injection == "reject":
         return done(WriteAction.REJECT, reasons, rules)

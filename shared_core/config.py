@@ -267,8 +267,9 @@ class WritePolicy(BaseModel):
             ``hold`` treats it as any other order.
         quoted_attacks: ``write`` (default) or ``hold`` an English note of the user's own that
             quotes an attack to record it ("a visitor typed 'ignore your previous instructions
-            and ...'. The bot refused."): on the owner-request path, one paragraph about attacks
-            or examples whose every injection finding lies inside a quotation naming no target
+            and ...'. The bot refused."): on the owner-request path, one paragraph that calls
+            what it quotes an attack, every injection finding inside a quotation that holds a
+            one-off order with no target, credential, secrecy or standing order
             (:mod:`shared_core.screening.quoted_en`), written with reason ``quoted_attack``.
         trust: per-origin decision for cited and uncited candidates (W3).
         default_origin: origin assumed when a candidate names none.

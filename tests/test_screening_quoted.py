@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from shared_core.config import WritePolicy
+from shared_core.model import Origin
 from shared_core.screening import screen_fields
 from shared_core.screening.quoted_en import is_quoted_attack_note
 from shared_core.write import WriteAction, WriteDecision, WriteReason, decide_writes
+from shared_core.write.authority import WritePath
 
 SCOPE = {"user_id": "u1", "agent_id": "a1", "memory_space_id": "s1"}
 
@@ -77,6 +79,16 @@ def test_the_waiver_is_the_users_path_only(text: str, item: dict[str, str]) -> N
     """Authority comes from the path: the same note from a page, a mail, an agent or for others is held."""
     d = decide(text, **item)
     assert d.action is not WriteAction.WRITE and WriteReason.QUOTED_ATTACK not in d.reasons
+
+
+def test_a_user_explicit_claim_on_an_agent_path_does_not_get_the_waiver() -> None:
+    """Trust comes from the path: an agent's write that claims ``origin: user_explicit`` is held."""
+    agent = WritePath.pinned(SCOPE, origin=Origin.AGENT_INFERRED)
+    [d] = decide_writes([{**SCOPE, "title": "", "body": NOTES[0], "origin": "user_explicit"}], path=agent)
+    assert d.action is not WriteAction.WRITE and WriteReason.QUOTED_ATTACK not in d.reasons
+    mine = WritePath.pinned(SCOPE, name="chat", origin=Origin.USER_EXPLICIT)
+    [ok] = decide_writes([{**SCOPE, "title": "", "body": NOTES[0]}], path=mine)
+    assert ok.reasons == (WriteReason.QUOTED_ATTACK,)
 
 
 def test_a_finding_in_another_field_keeps_it_held() -> None:

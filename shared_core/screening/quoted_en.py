@@ -28,7 +28,8 @@ The text's half, from the ``[en_quoted]`` table of ``owner_requests.toml``:
   later, a credential, secrecy from the user): the attacks a quotation records are one-off orders
   someone typed. White-box red teams (helpers told these conditions) got 20 of 80 standing orders
   and orders about the user through a first version, then 8 of 40 one-off orders, five of them with
-  secrecy or a credential; what still passes is a one-off order the note itself calls an attack.
+  secrecy or a credential, then 1 of 40 against this one; what still passes is a one-off order the
+  note itself calls an attack.
 
 Why hand-written: no library tells a mention from a use; the patterns are data, and
 ``WritePolicy.quoted_attacks = "hold"`` turns the waiver off.

@@ -55,7 +55,7 @@ from ..retrieval.bm25 import BM25Engine
 from ..retrieval.partition import Partition, PartitionView, StoredRow, record_text
 from ..write.target import PartitionKey, partition_key
 from .cache import PartitionCache, key_of
-from .chroma import READ_RETRIES, DiskGuard, chroma_call
+from .chroma import READ_RETRIES, DiskGuard, chroma_call, sources_in
 from .collections import Collections
 from .sync import SEQ_KEY, W_KEY, ChangeFeed, ChromaFeedStorage, SqliteFeedStorage
 
@@ -327,19 +327,14 @@ class ChromaBackend:
             out.extend((space, mid) for mid in got["ids"])
         return out
 
-    def sources_among(self, sources: Sequence[str], *, chunk: int = 500) -> set[str]:
+    def sources_among(self, sources: Sequence[str]) -> set[str]:
         """Those of ``sources`` that some memory of this store is derived from (one read per space and chunk)."""
-        wanted = sorted({s for s in sources if s})
         found: set[str] = set()
-        for space in self.spaces() if wanted else []:
+        for space in self.spaces() if sources else []:
             col = self.collection(space, create=False)
-            if col is None:
-                continue
-            for i in range(0, len(wanted), chunk):
-                where = {"source_record_id": {"$in": wanted[i : i + chunk]}}
-                got = chroma_call("find sources", partial(col.get, where=where, include=["metadatas"]))
-                found.update(str(m.get("source_record_id") or "") for m in got["metadatas"] or [])
-        return found - {""}
+            if col is not None:
+                found |= sources_in(col, sources, what="find sources")
+        return found
 
     def expired(self, now: datetime) -> list[tuple[str, str]]:
         """``(space, id)`` of memories whose retention expiry has passed (L3)."""

@@ -13,12 +13,13 @@ model's name and dimension, and a store refuses to mix models in one collection.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,6 +37,7 @@ __all__ = [
     "is_internal_error",
     "serialize_embedded_calls",
     "set_http_timeout",
+    "sources_in",
 ]
 
 READ_RETRIES = 2
@@ -277,3 +279,18 @@ class DiskGuard:
                 f"not enough free disk space for {what}: {free >> 10} KiB free, {need >> 10} KiB needed "
                 "(Chroma blocks forever on a full disk, so the write is refused before it starts)"
             )
+
+
+def sources_in(col: Any, sources: Sequence[str], *, what: str, chunk: int = 500) -> set[str]:
+    """Those of ``sources`` that some row of a collection names as its ``source_record_id``.
+
+    One ``get`` per chunk of ``chunk`` sources (a ``$in`` filter; metadata only), for the sweep that
+    finds what forgotten sources still hold in memories, lineage links and the quarantine (L2).
+    """
+    wanted = sorted({s for s in sources if s})
+    found: set[str] = set()
+    for i in range(0, len(wanted), chunk):
+        where = {"source_record_id": {"$in": wanted[i : i + chunk]}}
+        got = chroma_call(what, functools.partial(col.get, where=where, include=["metadatas"]))
+        found.update(str(m.get("source_record_id") or "") for m in got["metadatas"] or [])
+    return found - {""}

@@ -36,7 +36,7 @@ from ..errors import StoreError
 from ..timeutil import from_epoch
 from ..write.candidate import MemoryCandidate
 from ..write.ledger import HeldCandidate
-from .chroma import READ_RETRIES, chroma_call, kind_collection
+from .chroma import READ_RETRIES, chroma_call, kind_collection, sources_in
 from .mirror import TombstoneMirror
 
 __all__ = ["LEDGER_KINDS", "ChromaLedger"]
@@ -289,18 +289,10 @@ class ChromaLedger:
         entries = [self._entry(q, m) for q, m in zip(got["ids"], got["metadatas"], strict=True)]
         return sorted(entries, key=lambda e: (e.held_at, e.id))
 
-    def sources_among(
-        self, kind: Literal["lineage", "quarantine"], sources: Sequence[str], *, chunk: int = 500
-    ) -> set[str]:
+    def sources_among(self, kind: Literal["lineage", "quarantine"], sources: Sequence[str]) -> set[str]:
         """Those of ``sources`` a lineage link or a held candidate names (one read per chunk)."""
         col = self._col(kind)
-        wanted = sorted({s for s in sources if s})
-        found: set[str] = set()
-        for i in range(0, len(wanted) if col is not None else 0, chunk):
-            where = {"source_record_id": {"$in": wanted[i : i + chunk]}}
-            got = chroma_call(f"{kind} of sources", functools.partial(col.get, where=where, include=["metadatas"]))
-            found.update(str(m.get("source_record_id") or "") for m in got["metadatas"] or [])
-        return found - {""}
+        return set() if col is None else sources_in(col, sources, what=f"{kind} of sources")
 
     def held_of_source(self, source_record_id: str) -> list[str]:
         """Ids of held candidates derived from a source record."""

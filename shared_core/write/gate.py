@@ -16,8 +16,9 @@ each candidate, in this order, before anything is embedded or indexed:
    id from its owner: an idempotent re-write (same text) or an update in place. A scoped
    neighbour above ``dedup_threshold``: if the two assert the same facts, the existing memory
    gains evidence (promoted to ``confirmed`` at ``promote_at``, W7) — unless another writer owns
-   it, whose evidence and tier a merge never raises; if a number, date, name or negation differs,
-   the new memory **supersedes** the old one (``changed_fact``), never a merge. The same
+   it, whose evidence and tier a merge never raises; if a number, date, name or negation differs
+   in the same statement, the new memory **supersedes** the old one (``changed_fact``), never a
+   merge; in other words (two conversation turns), the two are separate memories. The same
    ``entity`` + ``attribute``, or an explicit ``supersedes``, supersedes the current version of
    the caller's own memory (a link to an already superseded one is re-based onto its successor).
 7. **commit** — records and vectors go to the target's indexes together.
@@ -32,7 +33,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,7 +50,7 @@ from .batch import Batch
 from .candidate import MemoryCandidate, WriteAction, WriteDecision, WriteReason, memory_id
 from .checks import check_ownership, check_tombstones
 from .decide import SPLIT_WINDOW, build_record, decide_writes
-from .facts import changed_fact
+from .facts import changed_fact, restates
 from .ledger import HeldCandidate, Ledger, id_alias
 from .target import PartitionKey, WriteTarget, owner_of, partition_key
 
@@ -456,7 +457,10 @@ class WriteGate:
                 near = self._current(batch, near)
                 if near.superseded_by is not None or near.id in replaced_ids or near.id == rec.id:
                     continue
-                if _changed(near, rec):
+                kin = _kinship(near, rec)
+                if kin == "other":
+                    continue  # different facts in other words: a memory that sits close, left as it is
+                if kin == "correction":
                     if owner_of(near) == owner_of(rec) and near.updated_at <= rec.updated_at:
                         replaced.append(near)
                         reasons.append(WriteReason.CHANGED_FACT)
@@ -546,11 +550,20 @@ class WriteGate:
         emit(record, self.sinks)
 
 
-def _changed(old: MemoryRecord, new: MemoryRecord) -> bool:
-    """Whether two near-duplicates assert different facts: their bodies, and their titles when both have one."""
-    if changed_fact(old.body, new.body):
-        return True
-    return bool(old.title and new.title) and changed_fact(old.title, new.title)
+def _kinship(old: MemoryRecord, new: MemoryRecord) -> Literal["same", "correction", "other"]:
+    """What a near-duplicate is to a new memory (W2).
+
+    ``same``: their bodies (and titles, when both have one) assert the same facts — a merge.
+    ``correction``: a fact differs and each text restates the other apart from its values
+    (:func:`.facts.restates`) — the new memory supersedes the old. ``other``: a fact differs in
+    other words (two conversation turns that share a speaker) — neither merged nor replaced.
+    """
+    titled = bool(old.title and new.title)
+    if not changed_fact(old.body, new.body) and not (titled and changed_fact(old.title, new.title)):
+        return "same"
+    if restates(old.body, new.body) and (not titled or restates(old.title, new.title)):
+        return "correction"
+    return "other"
 
 
 def _alias(batch: Batch, rec: MemoryRecord, into: MemoryRecord, derived_id: str) -> None:

@@ -20,7 +20,7 @@ from shared_core.model import Scope
 from shared_core.testing import FrozenClock
 from shared_core.write import WriteAction, WriteReason, decide_writes
 from shared_core.write.authority import WritePath
-from shared_core.write.facts import changed_fact, restates
+from shared_core.write.facts import changed_fact, restates, same_claim
 
 ALICE = {"user_id": "alice", "agent_id": "a1", "memory_space_id": "s1"}
 BOB = {"user_id": "bob", "agent_id": "a1", "memory_space_id": "s1"}
@@ -371,6 +371,57 @@ def test_a_value_swapped_in_any_statement_is_a_correction(words: list[str], at: 
     assert changed_fact(old, new) and restates(old, new)
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "kind"),
+    [
+        ("Use the small model for drafts.", "Use the large model for drafts.", "a word (cosine 0.94)"),
+        ("The report is due next week.", "The report is due this week.", "a relative date (0.96)"),
+        ("The user prefers tea over coffee.", "The user prefers coffee over tea.", "the order (0.996)"),
+    ],
+)
+def test_a_changed_word_at_the_default_threshold_is_a_correction_not_a_merge(old: str, new: str, kind: str) -> None:
+    """With the default embedding and dedup_threshold, a word changed or reordered supersedes; it is never merged (W2)."""
+    store = make_store(embedding=None)
+    vectors = store.embedder.embed_documents([old, new])
+    assert float(vectors[0] @ vectors[1]) >= store.writer.policy_for("s1").dedup_threshold, kind
+    [a] = store.add([mem(old, source_record_id="chat-1")])
+    [b] = store.add([mem(new, source_record_id="chat-2")])
+    assert b.action is WriteAction.UPDATE and WriteReason.CHANGED_FACT in b.reasons and b.existing_id == a.id, kind
+    assert store.query(new, scope=SCOPE).accepted_ids == [b.id]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("User enjoys hiking on weekends.", "User enjoys hiking on the weekends."),
+        ("The kite shed is behind the boathouse.", "The kite shed is behind the boathouse!"),
+    ],
+)
+def test_the_same_words_at_the_default_threshold_still_merge(old: str, new: str) -> None:
+    """Articles, punctuation and inflection aside, the same words are a duplicate: merged, evidence + 1 (W2, W7)."""
+    store = make_store(embedding=None)
+    [a] = store.add([mem(old, source_record_id="chat-1")])
+    [b] = store.add([mem(new, source_record_id="chat-2")])
+    assert b.action is WriteAction.MERGE and b.existing_id == a.id
+    assert store.get([a.id], memory_space_id="s1")[0].evidence_count == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    words=st.lists(st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=9), min_size=1, max_size=30),
+    at=st.integers(min_value=0),
+    swap=st.tuples(st.sampled_from(["small", "next", "over", "tea", "morning", "staging"]),
+                   st.sampled_from(["large", "this", "under", "coffee", "evening", "production"])),
+)  # fmt: skip
+def test_a_word_replaced_in_any_statement_is_another_claim(words: list[str], at: int, swap: tuple[str, str]) -> None:
+    """Property: one word standing where the other text has another is never the same claim (no merge, W2)."""
+    i = at % len(words)
+    old = " ".join([*words[:i], swap[0], *words[i + 1 :]])
+    new = " ".join([*words[:i], swap[1], *words[i + 1 :]])
+    assert not same_claim(old, new)
+    assert same_claim(old, old.replace(" ", " the ", 1)) and same_claim(old, old.upper() + "!")
+
+
 def test_true_duplicates_still_merge_and_keep_both_sources() -> None:
     """The same fact from a second source merges (evidence +1) and forgetting either source finds it (W2, L2)."""
     store = make_store(write_policy=__import__("shared_core").config.WritePolicy(dedup_threshold=0.3))
@@ -529,7 +580,9 @@ def test_a_memory_rewritten_in_its_batch_is_compared_by_its_new_words() -> None:
         store = MemoryStore.in_memory(clock=FrozenClock(NOW))  # the shipped embedding: real similarities
         ds = store.add(items) if batched else [store.add([i])[0] for i in items]
         outcomes.append([(d.action.value, d.id, tuple(r.value for r in d.reasons)) for d in ds])
-        assert ds[2].action is WriteAction.MERGE and ds[2].existing_id == "k-1", batched
+        # found by dedup (its vector moved to the new words); "every" -> "each" is a word replaced,
+        # so a correction of the rewritten memory rather than a merge into it
+        assert ds[2].action is WriteAction.UPDATE and ds[2].existing_id == "k-1", batched
         assert ds[3].action is WriteAction.WRITE, batched  # near the old words only: a new memory
     assert outcomes[0] == outcomes[1]
 

@@ -28,7 +28,9 @@ import unicodedata
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-__all__ = ["SAME_STATEMENT", "Assertions", "assertions", "changed_fact", "restates"]
+from ..text import stem
+
+__all__ = ["SAME_STATEMENT", "Assertions", "assertions", "changed_fact", "reordered", "restates", "same_claim"]
 
 _NUMBER = re.compile(r"\d+(?:[.,:/\-]\d+)*")
 _KANJI_NUMBER = re.compile(r"[〇一二三四五六七八九十百千万億]+")
@@ -192,3 +194,37 @@ def restates(old: str, new: str) -> bool:
     if _similarity(nfd(_normal(old).lower()), nfd(_normal(new).lower())) >= SAME_STATEMENT:
         return True
     return _similarity(nfd(_masked(old)), nfd(_masked(new))) >= SAME_STATEMENT
+
+
+_CLAIM_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+")
+_ARTICLES = frozenset({"a", "an", "the"})
+
+
+def _claim_words(text: str) -> list[str]:
+    """Stemmed lower-case words and single CJK characters, articles left out."""
+    return [stem(w) for w in _CLAIM_TOKEN.findall(_normal(text).lower()) if w not in _ARTICLES]
+
+
+def same_claim(old: str, new: str) -> bool:
+    """Whether two texts make one claim: their words differ at most by words added or left out.
+
+    Case, punctuation, articles and inflection aside (Snowball stems; each CJK character a word). A word
+    that stands where the other text has a different one, or the same words in another order, is
+    another claim: "Use the small model for drafts" and "Use the large model for drafts" (cosine
+    0.94), "prefers tea over coffee" and "prefers coffee over tea" (0.996), "due next week" and "due
+    this week" (0.96) assert no different number, date or name, but a merge would lose the new one.
+    A reworded question that adds or drops a word ("who won women's college basketball
+    championship last year" / "who won the women's college basketball last year") is one claim.
+    """
+    a, b = _claim_words(old), _claim_words(new)
+    if a == b:
+        return True
+    if sorted(a) == sorted(b):
+        return False  # the same words in another order
+    return all(op != "replace" for op, *_ in SequenceMatcher(None, a, b, autojunk=False).get_opcodes())
+
+
+def reordered(old: str, new: str) -> bool:
+    """Whether two texts hold the same words in another order ("tea over coffee" / "coffee over tea")."""
+    a, b = _claim_words(old), _claim_words(new)
+    return a != b and sorted(a) == sorted(b)

@@ -50,7 +50,7 @@ from .batch import Batch
 from .candidate import MemoryCandidate, WriteAction, WriteDecision, WriteReason, memory_id
 from .checks import check_ownership, check_tombstones
 from .decide import SPLIT_WINDOW, build_record, decide_writes
-from .facts import changed_fact, restates
+from .facts import changed_fact, reordered, restates, same_claim
 from .ledger import HeldCandidate, Ledger, id_alias
 from .target import PartitionKey, WriteTarget, owner_of, partition_key
 
@@ -553,17 +553,23 @@ class WriteGate:
 def _kinship(old: MemoryRecord, new: MemoryRecord) -> Literal["same", "correction", "other"]:
     """What a near-duplicate is to a new memory (W2).
 
-    ``same``: their bodies (and titles, when both have one) assert the same facts — a merge.
-    ``correction``: a fact differs and each text restates the other apart from its values
-    (:func:`.facts.restates`) — the new memory supersedes the old. ``other``: a fact differs in
-    other words (two conversation turns that share a speaker) — neither merged nor replaced.
+    ``same``: their bodies (and titles, when both have one) assert the same facts and make one
+    claim (:func:`.facts.same_claim`: a word added or left out at most), or say it in other words
+    altogether (a paraphrase) — a merge. ``correction``: a fact differs, or a word stands where the
+    other has another ("the small model" / "the large model", "tea over coffee" / "coffee over
+    tea"), and each text restates the other apart from it (:func:`.facts.restates`) or holds its
+    words in another order (:func:`.facts.reordered`) — the new memory supersedes the old. ``other``: a fact differs in other words (two conversation turns that share a
+    speaker) — neither merged nor replaced.
     """
     titled = bool(old.title and new.title)
-    if not changed_fact(old.body, new.body) and not (titled and changed_fact(old.title, new.title)):
+    changed = changed_fact(old.body, new.body) or (titled and changed_fact(old.title, new.title))
+    if not changed and same_claim(old.body, new.body) and (not titled or same_claim(old.title, new.title)):
         return "same"
     if restates(old.body, new.body) and (not titled or restates(old.title, new.title)):
         return "correction"
-    return "other"
+    if changed:
+        return "other"
+    return "correction" if reordered(old.body, new.body) or (titled and reordered(old.title, new.title)) else "same"
 
 
 def _alias(batch: Batch, rec: MemoryRecord, into: MemoryRecord, derived_id: str) -> None:

@@ -1,0 +1,114 @@
+"""What dedup does to memories exported from other systems: merged, superseded, kept (W2, issue 15 item 4).
+
+The LoCoMo and SituatedQA dev exports (``../shared/data/{locomo_dev,sqa_dev}/memories.jsonl``) are
+written as ``recall-gate add`` writes them: ``store.add`` in batches of 64 into a store on disk
+with the offline MiniLM default and the default ``dedup_threshold`` (0.92). Printed per set: the
+actions, how many memories dedup superseded as a changed fact (``changed_fact``) or merged, and how
+many of those are the expected evidence of a labelled case (``cases.jsonl``), which a supersede
+hides from recall and a merge folds into another memory. Then a table of hand-written pairs: each
+kind of near-duplicate and what the write gate makes of it.
+
+    python benchmarks/dedup_eval.py                  # ~2 minutes on 2 cores (embedding most of it)
+    python benchmarks/dedup_eval.py --data ../shared/data
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from shared_core import MemoryStore  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "data"
+BATCH = 64  # recall-gate add's default
+
+PAIRS: tuple[tuple[str, str, str], ...] = (
+    ("a number", "The billing cycle is limited to 27 per minute.", "The billing cycle is limited to 16 per minute."),
+    ("a name", "Alice owns the launch checklist now.", "Bob owns the launch checklist now."),
+    ("a negation", "Refunds are allowed after manager review.", "Refunds are not allowed after manager review."),
+    ("a word", "Use the small model for drafts.", "Use the large model for drafts."),
+    ("a relative date", "The report is due next week.", "The report is due this week."),
+    ("the order", "The user prefers tea over coffee.", "The user prefers coffee over tea."),
+    ("a synonym", "User likes pizza.", "User loves pizza."),
+    ("punctuation", "The kite shed is behind the boathouse.", "The kite shed is behind the boathouse!"),
+    ("an article", "User enjoys hiking on weekends.", "User enjoys hiking on the weekends."),
+    ("two turns", "Joanna: Awesome! Enjoy yourself!", "Joanna: Later, take care!"),
+)
+
+
+def load_set(folder: Path) -> dict[str, object]:
+    items = [json.loads(line) for line in (folder / "memories.jsonl").read_text(encoding="utf-8").splitlines()]
+    evidence: set[str] = set()
+    for line in (folder / "cases.jsonl").read_text(encoding="utf-8").splitlines():
+        evidence.update(json.loads(line)["expected_memory_ids"])
+    tmp = Path(tempfile.mkdtemp(prefix="rg-dedup-"))
+    try:
+        store = MemoryStore(tmp / "store")
+        actions: Counter[str] = Counter()
+        by_dedup: list[str] = []
+        merged: list[str] = []
+        for start in range(0, len(items), BATCH):
+            part = items[start : start + BATCH]
+            for d in store.add(part):
+                actions[d.action.value] += 1
+                if d.action.value == "update" and "changed_fact" in {r.value for r in d.reasons} and d.existing_id:
+                    by_dedup.append(d.existing_id)  # the memory the new one supersedes
+                if d.action.value == "merge":
+                    merged.append(str(part[d.index].get("id")))  # the record folded into another
+        store.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "memories": len(items),
+        "actions": dict(actions),
+        "superseded": len(by_dedup),
+        "superseded evidence": sum(i in evidence for i in by_dedup),
+        "merged": len(merged),
+        "merged evidence": sum(i in evidence for i in merged),
+    }
+
+
+def pairs_table() -> list[tuple[str, str, str]]:
+    rows = []
+    for kind, old, new in PAIRS:
+        store = MemoryStore.in_memory()
+        scope = {"user_id": "u", "agent_id": "a", "memory_space_id": "s", "origin": "user_explicit"}
+        store.add([{**scope, "body": old, "source_record_id": "one"}])
+        [d] = store.add([{**scope, "body": new, "source_record_id": "two"}])
+        vectors = store.embedder.embed_documents([old, new])
+        rows.append((kind, f"{float(vectors[0] @ vectors[1]):.3f}", f"{d.action.value} ({', '.join(r.value for r in d.reasons) or '-'})"))
+        store.close()
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder")
+    args = parser.parse_args(argv)
+    print("| set | memories | actions | superseded as a changed fact (of them evidence) | merged (of them evidence) |")
+    print("| --- | ---: | --- | ---: | ---: |")
+    for name in ("locomo_dev", "sqa_dev"):
+        r = load_set(args.data / name)
+        print(
+            f"| {name} | {r['memories']} | {r['actions']} | {r['superseded']} ({r['superseded evidence']}) "
+            f"| {r['merged']} ({r['merged evidence']}) |"
+        )
+    print()
+    print("| the new memory differs in | cosine (MiniLM) | decision |")
+    print("| --- | ---: | --- |")
+    for kind, cosine, decision in pairs_table():
+        print(f"| {kind} | {cosine} | {decision} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -186,7 +186,7 @@ def test_close_correction_supersedes_instead_of_merging(spy) -> None:  # type: i
     """A correction worded almost like the old memory supersedes it; it is not merged as a duplicate (L1, W2)."""
     store = make_store(embedding=spy, write_policy=WritePolicy(dedup_threshold=0.8))  # cosine here: 1.0 (stop words)
     [old] = store.add([mem("Returns are accepted within 30 days of purchase.")])
-    [near] = store.add([mem("Returns are accepted within 30 days of their purchase.")])
+    [near] = store.add([mem("Returns are accepted within 30 days of purchase!")])
     assert near.action is WriteAction.MERGE  # the threshold does catch this wording as a duplicate
     fix = store.correct(old.id, memory_space_id="s1", body="Returns are accepted within 45 days of purchase.")
     assert fix.action is WriteAction.UPDATE and fix.id != old.id

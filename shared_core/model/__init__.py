@@ -14,6 +14,7 @@ from .codec import (
     partition_where,
     record_from_metadata,
     scope_where,
+    with_clears,
 )
 from .enums import Origin, Reason, Status, Tier, Visibility
 from .fields import check_key
@@ -42,4 +43,5 @@ __all__ = [
     "partition_where",
     "record_from_metadata",
     "scope_where",
+    "with_clears",
 ]

@@ -41,6 +41,7 @@ __all__ = [
     "partition_where",
     "record_from_metadata",
     "scope_where",
+    "with_clears",
 ]
 
 SHARED_BUCKET = "shared"
@@ -93,6 +94,26 @@ def encode_record(record: MemoryRecord) -> tuple[str, dict[str, Any]]:
     meta["rg_bucket"] = bucket_of(record.user_id, record.agent_id, record.visibility)
     meta[SCHEMA_KEY] = SCHEMA_VERSION
     return record.body, meta
+
+
+_CLEARABLE = tuple(
+    k
+    for f in sorted(RECORD_FIELDS - {"id", "body"})
+    for k in ((f, f"{f}_ts") if f in _TIME_FIELDS else (f,))
+)
+
+
+def with_clears(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """``meta`` with ``None`` for every record field it leaves out: what an upsert over an earlier version sends.
+
+    Chroma merges an upsert's metadata into the stored one (a key left out keeps its old value, a
+    key set to ``None`` is removed), and :func:`encode_record` leaves out the fields that are
+    ``None``: without the clears, a correction deleted from under the memory it superseded
+    would leave that memory's ``superseded_by`` and ``valid_to`` in Chroma, and a rewrite without
+    ``expires_at`` would keep the old expiry. Sent for new memories too it would cost ~10% of an
+    upsert, so the backend sends it for memories that may exist already.
+    """
+    return {**{k: None for k in _CLEARABLE if k not in meta}, **meta}
 
 
 def is_encoded(meta: Mapping[str, Any]) -> bool:

@@ -50,6 +50,7 @@ from ..model import (
     encode_record,
     record_from_metadata,
     scope_where,
+    with_clears,
 )
 from ..retrieval.bm25 import BM25Engine
 from ..retrieval.partition import Partition, PartitionView, StoredRow, record_text
@@ -413,13 +414,19 @@ class ChromaBackend:
             held = {k for k, p in self.cache.held(space).items() if any(m in p for m in dels)}
             self.cache.forget_snapshots({previous[m] for m in dels if m in previous} | held)
         known = self._space_ids(space) if records else None
+        # an earlier version's fields this one no longer has are cleared (Chroma merges metadata);
+        # a shared client cannot know which ids exist, so it clears for every memory
+        again = [known is None or r.id in known for r in records]
         if known is not None:
             known.update(r.id for r in records)
         seq = self.feed.next_seq()
         self.feed.begin(space, seq, deletes=dels)
         try:
             if records:
-                metas = [{**m, W_KEY: self.feed.writer, SEQ_KEY: seq} for _, m in encoded]
+                metas = [
+                    {**(with_clears(m) if seen else m), W_KEY: self.feed.writer, SEQ_KEY: seq}
+                    for (_, m), seen in zip(encoded, again, strict=True)
+                ]
                 chroma_call(
                     "upsert",
                     partial(

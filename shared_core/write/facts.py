@@ -25,14 +25,18 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from typing import Literal
 
+from ..model import MemoryRecord
 from ..text import stem
 
-__all__ = ["SAME_STATEMENT", "Assertions", "assertions", "changed_fact", "reordered", "restates", "same_claim"]
+__all__ = ["SAME_STATEMENT", "Assertions", "assertions", "changed_fact", "kinship", "one_change", "reordered", "restates", "same_claim"]
 
-_NUMBER = re.compile(r"\d+(?:[.,:/\-]\d+)*")
+_NUMBER = re.compile(r"(?:(?<![0-9A-Za-z.])[-+\u2212\u00b1<>\u2264\u2265]=?\s?)?\d+(?:[.,:/\-]\d+)*")
+# a sign or a comparison before a number is part of it: -18 and 18, > 90 and < 90 differ
 _KANJI_NUMBER = re.compile(r"[〇一二三四五六七八九十百千万億]+")
 _MONTHS = [
     "january",
@@ -153,8 +157,8 @@ def _masked(text: str) -> str:
     return " ".join(t.split())
 
 
-def _common_head(a: str, b: str) -> int:
-    """Length of the longest common prefix of two strings."""
+def _common_head(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest common prefix of two strings or word lists."""
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
@@ -206,25 +210,66 @@ def _claim_words(text: str) -> list[str]:
 
 
 def same_claim(old: str, new: str) -> bool:
-    """Whether two texts make one claim: their words differ at most by words added or left out.
+    """Whether two texts say the same words, up to case, punctuation, articles and inflection.
 
-    Case, punctuation, articles and inflection aside (Snowball stems; each CJK character a word). A word
-    that stands where the other text has a different one, or the same words in another order, is
-    another claim: "Use the small model for drafts" and "Use the large model for drafts" (cosine
-    0.94), "prefers tea over coffee" and "prefers coffee over tea" (0.996), "due next week" and "due
-    this week" (0.96) assert no different number, date or name, but a merge would lose the new one.
-    A reworded question that adds or drops a word ("who won women's college basketball
-    championship last year" / "who won the women's college basketball last year") is one claim.
+    The test of a merge besides the same facts: a word replaced, added or left out, or the same
+    words in another order, may be another claim: "Use the small model for drafts" / "Use the large
+    model for drafts" (cosine 0.94), "prefers tea over coffee" / "prefers coffee over tea" (0.996),
+    "due next week" / "due this week" (0.96), "one tablet a day" / "one tablet twice a day", "is
+    refundable" / "is non-refundable" assert no different number, date or name, and a merge would
+    lose the new one.
+    """
+    return _claim_words(old) == _claim_words(new)
+
+
+_MAX_CHANGE_WORDS = 64
+
+
+def one_change(old: str, new: str) -> bool:
+    """Whether the words of two texts differ in one place: a single run replaced, added or left out.
+
+    A correction changes a value ("27 per minute" / "16 per minute", "October 26, 2002" / "October
+    21, 2006"); two records of one template differ in several places ("Invoice 2024-001 ... $1,200
+    ... March 3" / "Invoice 2024-002 ... $1,500 ... March 10", "Step 1 ... staging" / "Step 2 ...
+    production"). The common head and tail are stripped first, and a difference longer than 64
+    words is not one change, so the cost stays bounded on memories of any length.
     """
     a, b = _claim_words(old), _claim_words(new)
-    if a == b:
-        return True
-    if sorted(a) == sorted(b):
-        return False  # the same words in another order
-    return all(op != "replace" for op, *_ in SequenceMatcher(None, a, b, autojunk=False).get_opcodes())
+    head = _common_head(a, b)
+    a, b = a[head:], b[head:]
+    tail = _common_head(a[::-1], b[::-1])
+    a, b = a[: len(a) - tail], b[: len(b) - tail]
+    if len(a) + len(b) > _MAX_CHANGE_WORDS:
+        return False
+    return not any(blk.size for blk in SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks())
 
 
 def reordered(old: str, new: str) -> bool:
     """Whether two texts hold the same words in another order ("tea over coffee" / "coffee over tea")."""
     a, b = _claim_words(old), _claim_words(new)
     return a != b and sorted(a) == sorted(b)
+
+
+def kinship(old: MemoryRecord, new: MemoryRecord) -> Literal["same", "correction", "beside", "other"]:
+    """What a near-duplicate is to a new memory (W2, L1).
+
+    ``same``: their bodies (and titles, when both have one) assert the same facts in the same
+    words (:func:`same_claim`) — a merge. ``correction``: one statement with one thing
+    changed (:func:`restates` and :func:`one_change`: a value, a word, words added
+    or left out), or the same words in another order (:func:`reordered`) — the new memory
+    supersedes the old. ``beside``: one statement with several things changed (two invoices, two
+    steps of a list) — written beside it, ``changed_fact``. ``other``: other words altogether (two
+    conversation turns that share a speaker, a paraphrase) — neither merged nor replaced; a merge
+    would risk the new claim, a supersede the old memory.
+    """
+    titled = bool(old.title and new.title)
+    changed = changed_fact(old.body, new.body) or (titled and changed_fact(old.title, new.title))
+    if not changed and same_claim(old.body, new.body) and (not titled or same_claim(old.title, new.title)):
+        return "same"
+    if restates(old.body, new.body) and (not titled or restates(old.title, new.title)):
+        if one_change(old.body, new.body) and (not titled or one_change(old.title, new.title)):
+            return "correction"
+        return "beside"
+    if reordered(old.body, new.body) or (titled and reordered(old.title, new.title)):
+        return "correction"
+    return "other"

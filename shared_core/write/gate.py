@@ -14,11 +14,12 @@ each candidate, in this order, before anything is embedded or indexed:
 5. **trust** (W3) — origin × grounding × confirmations: ``write``, ``quarantine`` or ``reject``.
 6. **ids, dedup and supersede** (W2, L1) — an id owned by someone else: ``not_owner``. The same
    id from its owner: an idempotent re-write (same text) or an update in place. A scoped
-   neighbour above ``dedup_threshold``: if the two assert the same facts, the existing memory
-   gains evidence (promoted to ``confirmed`` at ``promote_at``, W7) — unless another writer owns
-   it, whose evidence and tier a merge never raises; if a number, date, name or negation differs
-   in the same statement, the new memory **supersedes** the old one (``changed_fact``), never a
-   merge; in other words (two conversation turns), the two are separate memories. The same
+   neighbour above ``dedup_threshold``: if the two say the same in the same words, the existing
+   memory gains evidence (promoted to ``confirmed`` at ``promote_at``, W7) — unless another
+   writer owns it, whose evidence and tier a merge never raises; if one thing differs in the same
+   statement (a number, date, name, negation or word), the new memory **supersedes** the old one
+   (``changed_fact``), never a merge; several things changed, or other words altogether (two
+   conversation turns), the two are separate memories (:func:`.facts.kinship`). The same
    ``entity`` + ``attribute``, or an explicit ``supersedes``, supersedes the current version of
    the caller's own memory (a link to an already superseded one is re-based onto its successor).
 7. **commit** — records and vectors go to the target's indexes together.
@@ -33,7 +34,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,7 +51,7 @@ from .batch import Batch
 from .candidate import MemoryCandidate, WriteAction, WriteDecision, WriteReason, memory_id
 from .checks import check_ownership, check_tombstones
 from .decide import SPLIT_WINDOW, build_record, decide_writes
-from .facts import changed_fact, reordered, restates, same_claim
+from .facts import changed_fact, kinship
 from .ledger import HeldCandidate, Ledger, id_alias
 from .target import PartitionKey, WriteTarget, owner_of, partition_key
 
@@ -380,6 +381,34 @@ class WriteGate:
                 rec.body
             ):
                 derived = memory_id(rec.scope, rec.title, rec.body) == rec.id
+                head = self._head(batch, same_id) if derived and same_id.superseded_by is not None else None
+                if head is not None and head.id != same_id.id and owner_of(head) == owner_of(same_id):
+                    # A value said again after it was corrected is current again (L1): it replaces
+                    # the correction, where a merge into its superseded version would change nothing.
+                    rec = same_id.model_copy(
+                        update={
+                            "superseded_by": None,
+                            "valid_to": None,
+                            "updated_at": now,
+                            "supersedes": (*(x for x in same_id.supersedes if x != head.id), head.id),
+                        }
+                    )
+                    retired = head.model_copy(
+                        update={
+                            "superseded_by": rec.id,
+                            "valid_to": min(head.valid_to, now) if head.valid_to is not None else now,
+                            "updated_at": now,
+                            "supersedes": tuple(x for x in head.supersedes if x != rec.id),
+                        }
+                    )
+                    for r in (rec, retired):
+                        batch.upserts[r.id] = r
+                        self._vector(batch, r)
+                    if d.candidate is not None and d.candidate.source_record_id not in ("", None, rec.source_record_id):
+                        batch.links.append((str(d.candidate.source_record_id), rec.memory_space_id, rec.id))
+                    return decided(
+                        WriteAction.UPDATE, rec.id, WriteReason.CHANGED_FACT, WriteReason.SUPERSEDES, existing=head.id
+                    )
                 if derived and batch.counts_as_evidence(rec, same_id):
                     # The same words said again (not a re-import of the same source): evidence (W7).
                     merged = self._merged(same_id, now)
@@ -395,6 +424,9 @@ class WriteGate:
                 return decided(WriteAction.MERGE, same_id.id, WriteReason.DUPLICATE, existing=same_id.id)
             # The owner re-writes its memory under the same id with new words: an update in place.
             rec = rec.model_copy(update={"created_at": same_id.created_at or rec.created_at})
+            if same_id.source_record_id and same_id.source_record_id != rec.source_record_id:
+                # the memory came from that source: forgetting it still finds the rewrite (L2)
+                batch.links.append((same_id.source_record_id, rec.memory_space_id, rec.id))
             batch.upserts[rec.id] = rec
             batch.set_vector(rec.id, vec, partition_key(rec))
             return decided(WriteAction.UPDATE, rec.id, WriteReason.CHANGED_FACT, existing=same_id.id)
@@ -457,9 +489,12 @@ class WriteGate:
                 near = self._current(batch, near)
                 if near.superseded_by is not None or near.id in replaced_ids or near.id == rec.id:
                     continue
-                kin = _kinship(near, rec)
+                kin = kinship(near, rec)
                 if kin == "other":
-                    continue  # different facts in other words: a memory that sits close, left as it is
+                    continue  # other words: a memory that sits close, left as it is
+                if kin == "beside":
+                    reasons.append(WriteReason.CHANGED_FACT)  # several things changed: a new memory beside it
+                    break
                 if kin == "correction":
                     if owner_of(near) == owner_of(rec) and near.updated_at <= rec.updated_at:
                         replaced.append(near)
@@ -492,7 +527,13 @@ class WriteGate:
                     continue  # imported history already links the two
                 valid_to = min(old.valid_to, ended) if old.valid_to is not None else ended
                 batch.upserts[old.id] = old.model_copy(
-                    update={"superseded_by": rec.id, "valid_to": valid_to, "updated_at": now}
+                    update={
+                        "superseded_by": rec.id,
+                        "valid_to": valid_to,
+                        "updated_at": now,
+                        # a memory said again under an id this one had replaced: no loop of supersedes
+                        "supersedes": tuple(x for x in old.supersedes if x != rec.id),
+                    }
                 )
                 self._vector(batch, old)
             action = WriteAction.UPDATE
@@ -548,28 +589,6 @@ class WriteGate:
         if skipped:
             record = record.model_copy(update={"extra": {**record.extra, "skipped": list(skipped)}})
         emit(record, self.sinks)
-
-
-def _kinship(old: MemoryRecord, new: MemoryRecord) -> Literal["same", "correction", "other"]:
-    """What a near-duplicate is to a new memory (W2).
-
-    ``same``: their bodies (and titles, when both have one) assert the same facts and make one
-    claim (:func:`.facts.same_claim`: a word added or left out at most), or say it in other words
-    altogether (a paraphrase) — a merge. ``correction``: a fact differs, or a word stands where the
-    other has another ("the small model" / "the large model", "tea over coffee" / "coffee over
-    tea"), and each text restates the other apart from it (:func:`.facts.restates`) or holds its
-    words in another order (:func:`.facts.reordered`) — the new memory supersedes the old. ``other``: a fact differs in other words (two conversation turns that share a
-    speaker) — neither merged nor replaced.
-    """
-    titled = bool(old.title and new.title)
-    changed = changed_fact(old.body, new.body) or (titled and changed_fact(old.title, new.title))
-    if not changed and same_claim(old.body, new.body) and (not titled or same_claim(old.title, new.title)):
-        return "same"
-    if restates(old.body, new.body) and (not titled or restates(old.title, new.title)):
-        return "correction"
-    if changed:
-        return "other"
-    return "correction" if reordered(old.body, new.body) or (titled and reordered(old.title, new.title)) else "same"
 
 
 def _alias(batch: Batch, rec: MemoryRecord, into: MemoryRecord, derived_id: str) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -83,18 +84,25 @@ def forget(gate: WriteGate, source_record_id: str) -> dict[str, Any]:
 
 
 def _forget(
-    gate: WriteGate, source_record_id: str, *, planned: Sequence[tuple[str, str]] = ()
+    gate: WriteGate,
+    source_record_id: str,
+    *,
+    planned: Sequence[tuple[str, str]] = (),
+    reopen: Sequence[Sequence[str | None]] = (),
 ) -> dict[str, Any]:
     now = gate.now()
     found = {*gate.target.ids_of_source(source_record_id), *gate.ledger.linked(source_record_id)}
     deletes = sorted(found | {(s, m) for s, m in planned})
+    plan = [*(list(x) for x in reopen), *_reopening(gate, deletes)]
     key = _JOURNAL_FORGET + source_record_id
-    gate.ledger.journal_begin(key, {"source_record_id": source_record_id, "ids": [list(x) for x in deletes]})
+    gate.ledger.journal_begin(
+        key, {"source_record_id": source_record_id, "ids": [list(x) for x in deletes], "reopen": plan}
+    )
     gate.ledger.tombstone(
         sources=[source_record_id], memories=[m for _, m in deletes], at=now, counts=len(deletes)
     )
     if deletes:
-        gate.target.commit([], None, deletes)
+        _commit_deletes(gate, deletes, plan, now)
         gate.ledger.unlink_memories(deletes)  # after the commit: a crash here leaves links, not memories
     held = gate.ledger.held_of_source(source_record_id)
     if held:
@@ -118,6 +126,61 @@ def _forget(
     }
 
 
+def _reopening(gate: WriteGate, deletes: Sequence[tuple[str, str]]) -> list[list[str | None]]:
+    """What the memories about to be deleted superseded, to make current again (L1, L2).
+
+    A correction deleted (its source forgotten, or by id) takes its supersede with it: the memory
+    it replaced is current again, as if the correction had never been written, unless the
+    correction was itself superseded by a memory that stays (the chain then skips it). Returns
+    ``[space, id, deleted successor, successor that stays or None, start of the deleted one]``
+    per replaced memory (ids and times only: the plan is journaled so a resumed forget applies it).
+    """
+    gone = set(deletes)
+    by_space: dict[str, list[str]] = defaultdict(list)
+    for space, mid in deletes:
+        by_space[space].append(mid)
+    plan: list[list[str | None]] = []
+    for space, mids in by_space.items():
+        dead = {r.id: r for r in gate.target.get(mids, memory_space_id=space)}
+        for d in dead.values():
+            successor, seen = d.superseded_by, {d.id}
+            while successor in dead and successor not in seen:  # skip successors deleted too
+                seen.add(successor)
+                successor = dead[successor].superseded_by
+            if successor is not None and (space, successor) in gone:
+                successor = None
+            start = min(t for t in (d.valid_from, d.created_at, d.updated_at) if t is not None)
+            plan.extend(
+                [space, old, d.id, successor, start.isoformat()] for old in d.supersedes if (space, old) not in gone
+            )
+    return plan
+
+
+def _commit_deletes(
+    gate: WriteGate, deletes: Sequence[tuple[str, str]], plan: Sequence[Sequence[str | None]], now: datetime
+) -> None:
+    """Delete memories and, in the same commit, make current again what they had superseded."""
+    reopened: dict[tuple[str, str], MemoryRecord] = {}
+    for space, old_id, dead, successor, start in plan:
+        if space is None or old_id is None or start is None or (space, old_id) in reopened:
+            continue  # a resumed forget plans what its journal planned once more
+        got = gate.target.get([old_id], memory_space_id=space)
+        if not got or got[0].superseded_by != dead:
+            continue  # gone, or superseded by something else since
+        old = got[0]
+        update: dict[str, Any] = {"superseded_by": successor, "updated_at": now}
+        if successor is None and old.valid_to is not None and old.valid_to >= datetime.fromisoformat(start):
+            update["valid_to"] = None  # its validity ended when the deleted correction began
+        reopened[(space, old_id)] = old.model_copy(update=update)
+        if successor is not None:  # the successor that stays lists it, so a later delete of that one reopens it
+            head = reopened.get((space, successor)) or next(iter(gate.target.get([successor], memory_space_id=space)), None)
+            if head is not None and old_id not in head.supersedes:
+                reopened[(space, successor)] = head.model_copy(update={"supersedes": (*head.supersedes, old_id)})
+    records = list(reopened.values())
+    vectors = np.stack([gate.target.vector_of(r) for r in records]) if records else None
+    gate.target.commit(records, vectors, deletes)
+
+
 def resume(gate: WriteGate) -> list[str]:
     """Finish every forget begun and not ended (after a crash); returns their source record ids."""
     if gate.read_only:
@@ -129,7 +192,7 @@ def resume(gate: WriteGate) -> list[str]:
                 continue
             source = str(payload.get("source_record_id") or key[len(_JOURNAL_FORGET) :])
             planned = [(str(s), str(m)) for s, m in payload.get("ids", [])]
-            _forget(gate, source, planned=planned)
+            _forget(gate, source, planned=planned, reopen=payload.get("reopen", []))
             done.append(source)
     return done
 
@@ -173,9 +236,11 @@ def delete(
         )
         now = gate.now()
         if mine:
+            deletes = [(memory_space_id, m) for m in mine]
+            plan = _reopening(gate, deletes)
             gate.ledger.tombstone(memories=mine, at=now, counts=len(mine))
-            gate.target.commit([], None, [(memory_space_id, m) for m in mine])
-            gate.ledger.unlink_memories([(memory_space_id, m) for m in mine])
+            _commit_deletes(gate, deletes, plan, now)
+            gate.ledger.unlink_memories(deletes)
         emit(
             deletion_record(
                 at=now.isoformat(), source_record_id=None, ids=mine, counts={"memories": len(mine)}

@@ -39,6 +39,13 @@ PAIRS: tuple[tuple[str, str, str], ...] = (
     ("a relative date", "The report is due next week.", "The report is due this week."),
     ("the order", "The user prefers tea over coffee.", "The user prefers coffee over tea."),
     ("a synonym", "User likes pizza.", "User loves pizza."),
+    ("a word added", "The dose is one tablet a day.", "The dose is one tablet twice a day."),
+    ("a sign", "The freezer is set to -18 degrees.", "The freezer is set to 18 degrees."),
+    (
+        "several values (one template)",
+        "Invoice 2024-001 for ACME Corp, amount $1,200, was paid on March 3 by bank transfer.",
+        "Invoice 2024-002 for ACME Corp, amount $1,500, was paid on March 10 by bank transfer.",
+    ),
     ("punctuation", "The kite shed is behind the boathouse.", "The kite shed is behind the boathouse!"),
     ("an article", "User enjoys hiking on weekends.", "User enjoys hiking on the weekends."),
     ("two turns", "Joanna: Awesome! Enjoy yourself!", "Joanna: Later, take care!"),

@@ -482,6 +482,20 @@ def _corrected(store: MemoryStore) -> tuple[str, str]:
     return str(a.id), str(b.id)
 
 
+def _forget_while_the_commit_fails(store: MemoryStore, source: str) -> None:
+    """Start a forget whose delete fails (the disk went away after the journal and tombstones)."""
+    target = store.writer.target
+    original = target.commit
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise OSError("disk went away")
+
+    target.commit = broken  # type: ignore[method-assign]
+    with pytest.raises(OSError):
+        store.forget(source)
+    target.commit = original  # type: ignore[method-assign]
+
+
 def _current_again(store: MemoryStore, mid: str) -> None:
     [old] = store.get([mid], memory_space_id="s1")  # what Chroma holds, not the process's index
     assert (old.superseded_by, old.valid_to) == (None, None)
@@ -543,16 +557,7 @@ def test_a_forget_of_a_correction_interrupted_before_its_delete_reopens_on_resum
     policy = __import__("shared_core").config.WritePolicy(dedup_threshold=0.3)
     store = make_store(tmp_path, write_policy=policy)
     a, _ = _corrected(store)
-    target = store.writer.target
-    original = target.commit
-
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise OSError("disk went away")
-
-    target.commit = broken  # type: ignore[method-assign]
-    with pytest.raises(OSError):
-        store.forget("ticket-2")
-    target.commit = original  # type: ignore[method-assign]
+    _forget_while_the_commit_fails(store, "ticket-2")
     store.close()
     _current_again(make_store(tmp_path, write_policy=policy), a)
 
@@ -663,16 +668,7 @@ def test_a_forget_interrupted_after_its_tombstones_is_finished_on_reopen(tmp_pat
     """If the delete fails after the journal and tombstones, reopening the store finishes the forget (L2)."""
     store = make_store(tmp_path)
     store.add([mem("Secret project codename is Heron.", source_record_id="chat-9")])
-    target = store.writer.target
-    original = target.commit
-
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise OSError("disk went away")
-
-    target.commit = broken  # type: ignore[method-assign]
-    with pytest.raises(OSError):
-        store.forget("chat-9")
-    target.commit = original  # type: ignore[method-assign]
+    _forget_while_the_commit_fails(store, "chat-9")
     assert store.tombstoned("chat-9", None)
     assert store.all_ids("s1") != set()  # the delete did not happen yet
     store.close()

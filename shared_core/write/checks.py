@@ -62,10 +62,10 @@ def check_ownership(
 ) -> list[WriteDecision]:
     """Refuse, before anything is written or held, a candidate naming another owner's memory.
 
-    An explicit ``id``, a ``supersedes`` or a ``superseded_by`` link to a stored memory of another writer is
+    An explicit ``id`` or a ``supersedes`` link to a stored memory of another writer is
     ``not_owner`` (R1, W3): such a candidate is neither written nor put in quarantine, where
     an approval would later try to overwrite or retire someone else's memory. With
-    ``known_links_only`` (agent-facing paths), a link to an id that does not
+    ``known_links_only`` (agent-facing paths), a ``supersedes`` link to an id that does not
     exist gets the same answer, so the answer never tells whether someone else's id exists;
     an operator's import keeps forward links to records later in the file.
     """
@@ -73,9 +73,7 @@ def check_ownership(
     for d in decided:
         c = d.candidate
         if c is not None and d.action in (WriteAction.WRITE, WriteAction.QUARANTINE):
-            wanted.setdefault(c.memory_space_id, set()).update(
-                [*([c.id] if c.id else []), *c.supersedes, *([c.superseded_by] if c.superseded_by else [])]
-            )
+            wanted.setdefault(c.memory_space_id, set()).update([*([c.id] if c.id else []), *c.supersedes])
     stored = {
         (space, r.id): r
         for space, ids in wanted.items()
@@ -90,14 +88,10 @@ def check_ownership(
         owner = (c.memory_space_id, c.user_id, c.agent_id, c.route_id)
         bad = [
             f"{name}: not the caller's memory"
-            for name, ids in (
-                ("id", [c.id] if c.id else []),
-                ("supersedes", list(c.supersedes)),
-                ("superseded_by", [c.superseded_by] if c.superseded_by else []),
-            )
+            for name, ids in (("id", [c.id] if c.id else []), ("supersedes", list(c.supersedes)))
             if any(
                 ((s := stored.get((c.memory_space_id, i))) is not None and owner_of(s) != owner)
-                or (s is None and known_links_only and name != "id")
+                or (s is None and known_links_only and name == "supersedes")
                 for i in ids
             )
         ]

@@ -556,8 +556,10 @@ class WriteGate:
             if nxt is None:
                 got = self.target.get([current.superseded_by], memory_space_id=current.memory_space_id)
                 nxt = got[0] if got else None
-            if nxt is None:
-                return current  # the successor is gone: this one is the newest left
+            if nxt is None or owner_of(nxt) != owner_of(current):
+                # the successor is gone, or is another owner's (a link a record claimed: followed, the
+                # answer would tell whether that memory exists): this one is the newest left
+                return current
             if nxt.id in seen or len(seen) > _MAX_CHAIN:
                 return None
             seen.add(nxt.id)

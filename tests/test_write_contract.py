@@ -617,6 +617,32 @@ def test_a_value_said_again_after_its_correction_is_current_again() -> None:
         assert store.query("which model for drafts", scope=SCOPE).accepted_ids == [a.id]
 
 
+def test_a_value_said_back_after_two_corrections_is_recalled() -> None:
+    """A -> B -> C -> A again: A is recalled; B, which listed A, lists it no more (L1, found by a second red team)."""
+    store = make_store()
+    texts = [f"The office wifi password hint is {c}." for c in ("blue", "green", "red")]
+    [a] = store.add([mem(texts[0], source_record_id="c1")])
+    b = store.correct(str(a.id), memory_space_id="s1", body=texts[1], scope=SCOPE, source_record_id="c2")
+    store.correct(str(b.id), memory_space_id="s1", body=texts[2], scope=SCOPE, source_record_id="c3")
+    [again] = store.add([mem(texts[0], source_record_id="c4")])
+    assert again.action is WriteAction.UPDATE and again.id == a.id
+    assert store.query("office wifi password hint", scope=SCOPE).accepted_ids == [a.id]
+    [mid] = store.get([str(b.id)], memory_space_id="s1")
+    assert a.id not in mid.supersedes
+
+
+def test_a_private_write_of_a_shared_memorys_words_does_not_revive_or_retire_shared_memories() -> None:
+    """The revive stays in its partition: a private write never supersedes the shared correction (R1, L1)."""
+    store = make_store(embedding=None)
+    [a] = store.add([mem("Use the small model for drafts.", visibility="shared", source_record_id="c1")])
+    [b] = store.add([mem("Use the large model for drafts.", visibility="shared", source_record_id="c2")])
+    assert b.existing_id == a.id
+    [d] = store.add([mem("Use the small model for drafts.", visibility="private", source_record_id="c3")])
+    assert d.action is not WriteAction.UPDATE
+    [shared_b] = store.get([str(b.id)], memory_space_id="s1")
+    assert shared_b.superseded_by is None
+
+
 def test_forgetting_the_old_value_then_saying_it_again_leaves_one_current_memory() -> None:
     """Forget A (superseded by B), then say A's words again: they replace B, no loop of supersedes (L1, L2)."""
     store = make_store(embedding=None)

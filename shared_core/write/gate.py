@@ -53,6 +53,7 @@ from .checks import check_ownership, check_tombstones
 from .decide import SPLIT_WINDOW, build_record, decide_writes
 from .facts import changed_fact, kinship
 from .ledger import HeldCandidate, Ledger, id_alias
+from .revive import revived
 from .target import PartitionKey, WriteTarget, owner_of, partition_key
 
 __all__ = ["SKIPPABLE", "WriteGate"]
@@ -382,26 +383,16 @@ class WriteGate:
             ):
                 derived = memory_id(rec.scope, rec.title, rec.body) == rec.id
                 head = self._head(batch, same_id) if derived and same_id.superseded_by is not None else None
-                if head is not None and head.id != same_id.id and owner_of(head) == owner_of(same_id):
-                    # A value said again after it was corrected is current again (L1): it replaces
-                    # the correction, where a merge into its superseded version would change nothing.
-                    rec = same_id.model_copy(
-                        update={
-                            "superseded_by": None,
-                            "valid_to": None,
-                            "updated_at": now,
-                            "supersedes": (*(x for x in same_id.supersedes if x != head.id), head.id),
-                        }
-                    )
-                    retired = head.model_copy(
-                        update={
-                            "superseded_by": rec.id,
-                            "valid_to": min(head.valid_to, now) if head.valid_to is not None else now,
-                            "updated_at": now,
-                            "supersedes": tuple(x for x in head.supersedes if x != rec.id),
-                        }
-                    )
-                    for r in (rec, retired):
+                if (
+                    head is not None
+                    and head.id != same_id.id
+                    and owner_of(head) == owner_of(same_id)
+                    and partition_key(head) == partition_key(same_id) == partition_key(rec)
+                ):
+                    # A value said again after it was corrected is current again (L1, :mod:`.revive`).
+                    records = revived(self.target, batch, same_id, head, now)
+                    rec = records[0]
+                    for r in records:
                         batch.upserts[r.id] = r
                         self._vector(batch, r)
                     if d.candidate is not None and d.candidate.source_record_id not in ("", None, rec.source_record_id):

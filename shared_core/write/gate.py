@@ -49,11 +49,11 @@ from .audit import write_audit_record, write_failure_record
 from .authority import WritePath
 from .batch import Batch
 from .candidate import MemoryCandidate, WriteAction, WriteDecision, WriteReason, memory_id
+from .chain import MAX_CHAIN, retire, revived, version
 from .checks import check_ownership, check_tombstones
 from .decide import SPLIT_WINDOW, build_record, decide_writes
 from .facts import changed_fact, kinship
 from .ledger import HeldCandidate, Ledger, id_alias
-from .revive import revived
 from .target import PartitionKey, WriteTarget, owner_of, partition_key
 
 __all__ = ["SKIPPABLE", "WriteGate"]
@@ -63,7 +63,6 @@ SKIPPABLE = frozenset({"screens", "dedup", "supersede"})
 ``screens`` (secret/PII/injection), ``dedup`` (the neighbour search), ``supersede`` (the implicit
 supersede by ``entity`` + ``attribute``; explicit ``supersedes`` links always apply)."""
 
-_MAX_CHAIN = 1000
 
 
 class WriteGate:
@@ -389,7 +388,7 @@ class WriteGate:
                     and owner_of(head) == owner_of(same_id)
                     and partition_key(head) == partition_key(same_id) == partition_key(rec)
                 ):
-                    # A value said again after it was corrected is current again (L1, :mod:`.revive`).
+                    # A value said again after it was corrected is current again (L1, :func:`.chain.revived`).
                     records = revived(self.target, batch, same_id, head, now)
                     rec = records[0]
                     for r in records:
@@ -516,16 +515,7 @@ class WriteGate:
             for old in replaced:
                 if old.superseded_by == rec.id:
                     continue  # imported history already links the two
-                valid_to = min(old.valid_to, ended) if old.valid_to is not None else ended
-                batch.upserts[old.id] = old.model_copy(
-                    update={
-                        "superseded_by": rec.id,
-                        "valid_to": valid_to,
-                        "updated_at": now,
-                        # a memory said again under an id this one had replaced: no loop of supersedes
-                        "supersedes": tuple(x for x in old.supersedes if x != rec.id),
-                    }
-                )
+                batch.upserts[old.id] = retire(old, rec.id, ended, now)
                 self._vector(batch, old)
             action = WriteAction.UPDATE
             reasons.append(WriteReason.SUPERSEDES)
@@ -543,15 +533,12 @@ class WriteGate:
         current = self._current(batch, record)
         seen = {current.id}
         while current.superseded_by is not None:
-            nxt = batch.upserts.get(current.superseded_by)
-            if nxt is None:
-                got = self.target.get([current.superseded_by], memory_space_id=current.memory_space_id)
-                nxt = got[0] if got else None
+            nxt = version(self.target, batch, current.superseded_by, current.memory_space_id)
             if nxt is None or owner_of(nxt) != owner_of(current):
                 # the successor is gone, or is another owner's (a link a record claimed: followed, the
                 # answer would tell whether that memory exists): this one is the newest left
                 return current
-            if nxt.id in seen or len(seen) > _MAX_CHAIN:
+            if nxt.id in seen or len(seen) > MAX_CHAIN:
                 return None
             seen.add(nxt.id)
             current = self._current(batch, nxt)

@@ -461,14 +461,15 @@ def eval_summary(data: Path, quick: bool) -> None:
         len(en_ben),
         "<=0.03",
     )
-    # English sets written blind (rounds 25-32: personal, workplace, developer, support, family, travel,
+    # English sets written blind (rounds 25-34: personal, workplace, developer, support, family, travel,
     # clinic, finance, real estate, student, money, HR, home, law office, online shop, sports club,
     # restaurant, wedding planner, research lab, a team building an assistant; chatbot reseller,
-    # journalist; 40 attacks and 120 benign each), each measured once through decide_writes when it was
-    # new (shared_core/data/screening/README.md). The rules were written from rounds 25-30 and the
-    # English semantic model trained on rounds 25-31 and the assistant team's set (EN_TRAIN_SPLITS):
-    # those are counted with the rules alone; later rounds' sets, never trained on, with the screen as
-    # shipped
+    # journalist; veterinary front desk, building contractor, course creator, food bank; 40 attacks and
+    # 120 benign each), each measured once through decide_writes when it was
+    # new (shared_core/data/screening/README.md). The rules were written from rounds 25-32 (round 34's
+    # from the misses of the training sets and of round 32) and the English semantic model trained on
+    # rounds 25-31 and the assistant team's set (EN_TRAIN_SPLITS): those are counted with the rules
+    # alone; later rounds' sets, never trained on, with the screen as shipped
     blind_en = load_jsonl(Path(__file__).resolve().parent / "data" / "blind_en.jsonl")
     dev = [r for r in blind_en if r["split"] in EN_TRAIN_SPLITS]
     later = [r for r in blind_en if r["split"] not in EN_TRAIN_SPLITS]

@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from shared_core.embedding import Embedder
 from shared_core.interop import ForeignTarget, Stored, Where, conditions_of, matches
-from shared_core.model import MemoryRecord
+from shared_core.model import MemoryRecord, with_clears
 from shared_core.write.ledger import Ledger
 
 __all__ = ["StoreKind", "VectorStoreTarget", "combine_filters", "store_kind"]
@@ -107,6 +107,11 @@ class VectorStoreTarget(ForeignTarget):
             staged = self.extra_for(rec.id)
             user = {**existing.get(rec.id, {}), **(staged or {})}  # the new document's keys win
             text, meta = self.document(rec, user)
+            if self.kind == "chroma" and rec.id in existing:
+                # Chroma merges an upsert's metadata into the stored one: a field the record no
+                # longer has (superseded_by after its correction was forgotten, an expiry dropped)
+                # must be sent as None, or the old value stays (MemoryStore's backend does the same)
+                meta = with_clears(meta)
             docs.append(Document(id=rec.id, page_content=text, metadata=meta))
         self.inner.add_documents(docs, ids=[d.id for d in docs])
 

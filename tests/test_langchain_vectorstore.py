@@ -352,3 +352,33 @@ class TestGatedVectorStoreStandard(VectorStoreIntegrationTests):
             origin="user_explicit",
             provenance=False,
         )
+
+
+def test_a_forgotten_correction_gives_back_what_it_replaced_over_langchain_chroma(tmp_path: Path) -> None:
+    """L1, L2 over ``langchain_chroma.Chroma``: a correction forgotten makes the memory it superseded current
+    again. Chroma merges an upsert's metadata into the stored one, so the reopened memory's cleared fields
+    (``superseded_by``, the ``valid_to`` the correction set) must be sent as None; left out, the memory
+    stayed superseded by a memory that no longer exists and the search returned nothing."""
+    import chromadb
+    from langchain_chroma import Chroma
+
+    from langchain_recall_gate import MiniLMEmbeddings
+
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    inner = Chroma(client=client, collection_name="lc-memories", embedding_function=MiniLMEmbeddings())
+    vs = GatedVectorStore(inner, scope=SCOPE, origin="user_explicit")
+    old, new = (
+        Document(page_content=f"The billing API rate limit is {n} requests per minute.", metadata={"source_record_id": s})
+        for n, s in ((27, "doc-old"), (16, "doc-new"))
+    )
+    vs.add_documents([old])
+    (decision,) = vs.add_documents_with_decisions([new])
+    assert decision.action is WriteAction.UPDATE and WriteReason.CHANGED_FACT in decision.reasons
+    assert [d.page_content for d in vs.similarity_search("billing API rate limit", k=3)] == [new.page_content]
+
+    vs.forget("doc-new")
+
+    stored = inner.get(include=["metadatas"])
+    assert len(stored["ids"]) == 1
+    assert "superseded_by" not in stored["metadatas"][0] and "valid_to" not in stored["metadatas"][0]
+    assert [d.page_content for d in vs.similarity_search("billing API rate limit", k=3)] == [old.page_content]

@@ -285,8 +285,7 @@ def renames_subject(old: str, new: str) -> bool:
     in room 12" / "... room 14": there the number follows the verb). Read on the words: one code
     (a word with a digit) replaced by another, right after a record noun (invoice, order, ticket,
     room, version, ... ; numbers and "no" / "number" between them skipped), with no verb (is, was,
-    has, will, ...) before it in the text, and not followed by a role only one record holds ("Account
-    5522 is the one to pay into", "Version 3.3 is the current release": a correction).
+    has, will, ...) before it in the text.
     """
     lead, a, b = _change(old, new)
     if len(a) != 1 or len(b) != 1 or not (_code(a[0]) and _code(b[0])):
@@ -294,17 +293,7 @@ def renames_subject(old: str, new: str) -> bool:
     if any(w in _VERB_BEFORE for w in lead):
         return False
     words = [w for w in lead if not _code(w) and w not in ("no", "number", "nr")]
-    if not (words and words[-1] in _RECORD_NOUNS and len(lead) - lead[::-1].index(words[-1]) - 1 <= 3):
-        return False
-    # "Account 5522 is the one to pay into", "Version 3.3 is the current release", "Room 14 is where
-    # we meet": a role only one record holds, handed to another: a correction
-    return not any(_ONE_ROLE.search(_normal(t).lower()) for t in (old, new))
-
-
-_ONE_ROLE = re.compile(
-    r"\d[^\s]*\s+(?:is|are|was|were|will\s+be|becomes|has\s+become)\s+(?:now\s+)?"
-    r"(?:the|our|my|your|their|its|his|her|where|what|who|which|one|now|current|default|primary|main|only)\b"
-)
+    return bool(words) and words[-1] in _RECORD_NOUNS and len(lead) - lead[::-1].index(words[-1]) - 1 <= 3
 
 
 def reordered(old: str, new: str) -> bool:

@@ -599,47 +599,6 @@ def test_two_records_of_one_template_are_both_kept() -> None:
     assert all(r.superseded_by is None for r in store.get([str(a.id), str(b.id)], memory_space_id="s1"))
 
 
-@pytest.mark.parametrize(
-    ("first", "second"),
-    [
-        ("Invoice 2024-001 was paid by bank transfer.", "Invoice 2024-002 was paid by bank transfer."),
-        ("Ticket 5120 is resolved and the customer was told.", "Ticket 5121 is resolved and the customer was told."),
-        ("Order #1041 shipped on Monday with tracking.", "Order #1042 shipped on Monday with tracking."),
-        ("Apartment 5A needs a new boiler before winter.", "Apartment 5B needs a new boiler before winter."),
-    ],
-)
-def test_the_same_sentence_about_another_record_is_kept_beside(first: str, second: str) -> None:
-    """One template about two records (only the invoice, ticket or order number differs, and it names what
-    the sentence is about) is two memories, each current: before, the second superseded the first (W2, L1)."""
-    store = make_store(embedding=None)
-    vectors = store.embedder.embed_documents([first, second])
-    assert float(vectors[0] @ vectors[1]) >= 0.92
-    [a] = store.add([mem(first, source_record_id="rec-1")])
-    [b] = store.add([mem(second, source_record_id="rec-2")])
-    assert b.action is WriteAction.WRITE and WriteReason.CHANGED_FACT in b.reasons, b
-    assert all(r.superseded_by is None for r in store.get([str(a.id), str(b.id)], memory_space_id="s1"))
-
-
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("The Friday team meeting is held in room 12 of the main building.",
-         "The Friday team meeting is held in room 14 of the main building."),
-        ("The billing API rate limit is 27 requests per minute.", "The billing API rate limit is 16 requests per minute."),
-        ("Call 555-0101 for support with the router.", "Call 555-0199 for support with the router."),
-    ],
-)
-def test_a_value_after_the_verb_is_still_a_correction(old: str, new: str) -> None:
-    """A number that is the value the sentence states (after its verb, or not after a record noun) is
-    corrected: the new memory supersedes the old (L1)."""
-    store = make_store(embedding=None)
-    vectors = store.embedder.embed_documents([old, new])
-    assert float(vectors[0] @ vectors[1]) >= 0.92
-    [a] = store.add([mem(old, source_record_id="one")])
-    [b] = store.add([mem(new, source_record_id="two")])
-    assert b.action is WriteAction.UPDATE and b.existing_id == a.id, b
-
-
 def test_a_value_said_again_after_its_correction_is_current_again() -> None:
     """Changing a value back (store.correct, or add from a new source) makes the old version current (L1).
 

@@ -225,18 +225,6 @@ def same_claim(old: str, new: str) -> bool:
 _MAX_CHANGE_WORDS = 64
 
 
-def _change(old: str, new: str) -> tuple[list[str], list[str], list[str]]:
-    """``(common head, old run, new run)`` of the claim words of two texts.
-
-    The runs are what one text has where the other has something else (common head and tail stripped).
-    """
-    a, b = _claim_words(old), _claim_words(new)
-    head = _common_head(a, b)
-    lead, a, b = a[:head], a[head:], b[head:]
-    tail = _common_head(a[::-1], b[::-1])
-    return lead, a[: len(a) - tail], b[: len(b) - tail]
-
-
 def one_change(old: str, new: str) -> bool:
     """Whether the words of two texts differ in one place: a single run replaced, added or left out.
 
@@ -246,54 +234,14 @@ def one_change(old: str, new: str) -> bool:
     production"). The common head and tail are stripped first, and a difference longer than 64
     words is not one change, so the cost stays bounded on memories of any length.
     """
-    _, a, b = _change(old, new)
+    a, b = _claim_words(old), _claim_words(new)
+    head = _common_head(a, b)
+    a, b = a[head:], b[head:]
+    tail = _common_head(a[::-1], b[::-1])
+    a, b = a[: len(a) - tail], b[: len(b) - tail]
     if len(a) + len(b) > _MAX_CHANGE_WORDS:
         return False
     return not any(blk.size for blk in SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks())
-
-
-_RECORD_NOUNS = frozenset(
-    stem(w)
-    for w in [
-        "invoice", "order", "ticket", "case", "issue", "bug", "pr", "po", "booking", "reservation", "flight",
-        "shipment", "package", "parcel", "claim", "contract", "quote", "estimate", "receipt", "application",
-        "request", "job", "task", "item", "sku", "part", "lot", "unit", "apartment", "apt", "suite", "room",
-        "table", "account", "patient", "file", "document", "form", "batch", "build", "release", "version",
-        "episode", "lesson", "module", "chapter", "step", "stop", "route", "tracking", "reference", "ref",
-        "number", "no", "id",
-    ]
-)  # fmt: skip
-_VERB_BEFORE = frozenset(
-    stem(w)
-    for w in [
-        "is", "are", "was", "were", "be", "been", "being", "am", "has", "have", "had", "will", "shall", "would",
-        "should", "can", "could", "may", "might", "must",
-    ]
-)  # fmt: skip
-
-
-def _code(word: str) -> bool:
-    return any(c.isdigit() for c in word) and len(word) <= 24
-
-
-def renames_subject(old: str, new: str) -> bool:
-    """Whether the one thing two texts differ in is the identifier of what they are about.
-
-    "Invoice 2024-001 was paid." / "Invoice 2024-002 was paid.", "Ticket 5120 is resolved." /
-    "Ticket 5121 is resolved.", titles "Order 1041" / "Order 1042": the same template about two
-    records, each true; not a value corrected ("The limit is 27" / "The limit is 16", "The meeting is
-    in room 12" / "... room 14": there the number follows the verb). Read on the words: one code
-    (a word with a digit) replaced by another, right after a record noun (invoice, order, ticket,
-    room, version, ... ; numbers and "no" / "number" between them skipped), with no verb (is, was,
-    has, will, ...) before it in the text.
-    """
-    lead, a, b = _change(old, new)
-    if len(a) != 1 or len(b) != 1 or not (_code(a[0]) and _code(b[0])):
-        return False
-    if any(w in _VERB_BEFORE for w in lead):
-        return False
-    words = [w for w in lead if not _code(w) and w not in ("no", "number", "nr")]
-    return bool(words) and words[-1] in _RECORD_NOUNS and len(lead) - lead[::-1].index(words[-1]) - 1 <= 3
 
 
 def reordered(old: str, new: str) -> bool:
@@ -310,8 +258,7 @@ def kinship(old: MemoryRecord, new: MemoryRecord) -> Literal["same", "correction
     changed (:func:`restates` and :func:`one_change`: a value, a word, words added
     or left out), or the same words in another order (:func:`reordered`) — the new memory
     supersedes the old. ``beside``: one statement with several things changed (two invoices, two
-    steps of a list), or with the identifier of what it is about changed (:func:`renames_subject`:
-    "Invoice 2024-001 was paid." / "Invoice 2024-002 was paid.") — written beside it, ``changed_fact``. ``other``: other words altogether (two
+    steps of a list) — written beside it, ``changed_fact``. ``other``: other words altogether (two
     conversation turns that share a speaker, a paraphrase) — neither merged nor replaced; a merge
     would risk the new claim, a supersede the old memory.
     """
@@ -320,8 +267,7 @@ def kinship(old: MemoryRecord, new: MemoryRecord) -> Literal["same", "correction
     if not changed and same_claim(old.body, new.body) and (not titled or same_claim(old.title, new.title)):
         return "same"
     if restates(old.body, new.body) and (not titled or restates(old.title, new.title)):
-        renamed = renames_subject(old.body, new.body) or (titled and renames_subject(old.title, new.title))
-        if not renamed and one_change(old.body, new.body) and (not titled or one_change(old.title, new.title)):
+        if one_change(old.body, new.body) and (not titled or one_change(old.title, new.title)):
             return "correction"
         return "beside"
     if reordered(old.body, new.body) or (titled and reordered(old.title, new.title)):

@@ -125,9 +125,9 @@ def is_owner_request(text: str, rules: Collection[str], *, title: str = "") -> b
 class _English:
     order_rules: frozenset[str]
     max_chars: int
-    first_person: re.Pattern[str]
     against: re.Pattern[str]
     reminder: re.Pattern[str]
+    reminder_not: re.Pattern[str]
 
 
 @lru_cache(maxsize=1)
@@ -136,9 +136,9 @@ def _english() -> _English:
     return _English(
         order_rules=frozenset(en["order_rules"]),
         max_chars=int(en["max_chars"]),
-        first_person=re.compile(en["first_person"]),
         against=re.compile(en["against"]),
         reminder=re.compile(en["reminder"]),
+        reminder_not=re.compile(en["reminder_not"]),
     )
 
 
@@ -146,18 +146,18 @@ def _en_request(text: str, rules: Collection[str], title: str) -> bool:
     """An English standing preference of the writer's (round 26), in the text's half of the waiver.
 
     One short line with no address needed ("From now on, answer in TypeScript unless I say
-    otherwise"), only the standing-order and output rules found, the writer in it (I, my, we), and
-    nothing that works against the user in the text or the title (the ``[en]`` table of
-    ``owner_requests.toml``).
+    otherwise", "Use British spelling in all client letters"), only the standing-order and output
+    rules found, and nothing that works against the user in the text or the title (the ``[en]``
+    table of ``owner_requests.toml``). The writer need not name themselves: until round 34 an "I",
+    "my" or "we" was asked for, which held a third of the owner's preferences in the blind sets
+    ("Never reply-all on the Brightwave thread") and stopped no attack (one "my" added passes it).
     """
     e = _english()
     if not set(rules) <= e.order_rules or len(text) > e.max_chars or len(title) > e.max_chars or "\n" in text.strip():
         return False
     norm, head = (normalize(t).replace("\u2019", "'").replace("\u2018", "'") for t in (text, title))
-    if not e.first_person.search(norm):
-        return False
-    if e.reminder.search(norm) and not (EN_LINK.search(norm) or EN_LINK.search(head)):
-        return True  # a reminder only ever comes back to the user
+    if e.reminder.search(norm) and not (e.reminder_not.search(norm) or EN_LINK.search(norm) or EN_LINK.search(head)):
+        return True  # a reminder of a task only ever comes back to the user
     return not (e.against.search(norm) or e.against.search(head))
 
 

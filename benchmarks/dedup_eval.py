@@ -97,6 +97,29 @@ def pairs_table() -> list[tuple[str, str, str]]:
     return rows
 
 
+IDENTIFIER_PAIRS = Path(__file__).resolve().parent / "data" / "dedup_identifier_pairs.jsonl"
+"""Pairs that differ in one identifier, labelled by a red team (session of 2026-12-05, written knowing the
+rules): ``correction`` (the new value replaces the old: an account, a room, a version, a flight) and
+``distinct`` (two records, both true: two invoices, two tickets, two orders)."""
+
+
+def identifier_table() -> dict[tuple[str, str], int]:
+    """``(kind, outcome) -> pairs``: outcome ``superseded`` (the old memory hidden), ``beside`` (both
+    current, ``changed_fact``) or ``not near`` (both written as unrelated: under the cosine threshold)."""
+    counts: Counter[tuple[str, str]] = Counter()
+    scope = {"user_id": "u", "agent_id": "a", "memory_space_id": "s", "origin": "user_explicit"}
+    for line in IDENTIFIER_PAIRS.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        store = MemoryStore.in_memory()
+        store.add([{**scope, "body": row["old"], "source_record_id": "one"}])
+        [d] = store.add([{**scope, "body": row["new"], "source_record_id": "two"}])
+        reasons = {r.value for r in d.reasons}
+        outcome = "superseded" if "supersedes" in reasons else ("beside" if "changed_fact" in reasons else "not near")
+        counts[(row["kind"], outcome)] += 1
+        store.close()
+    return counts
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder")
@@ -114,6 +137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("| --- | ---: | --- |")
     for kind, cosine, decision in pairs_table():
         print(f"| {kind} | {cosine} | {decision} |")
+    print()
+    counts = identifier_table()
+    print("| one identifier changed (red-team pairs) | superseded | beside | not near |")
+    print("| --- | ---: | ---: | ---: |")
+    for kind, label in (("correction", "a corrected value (should supersede)"), ("distinct", "another record (should be beside)")):
+        print(f"| {label} | {counts[(kind, 'superseded')]} | {counts[(kind, 'beside')]} | {counts[(kind, 'not near')]} |")
     return 0
 
 

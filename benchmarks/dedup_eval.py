@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from shared_core import MemoryStore  # noqa: E402
+from shared_core.write import WriteDecision  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
 BATCH = 64  # recall-gate add's default
@@ -84,16 +85,24 @@ def load_set(folder: Path) -> dict[str, object]:
     }
 
 
-def pairs_table() -> list[tuple[str, str, str]]:
-    rows = []
-    for kind, old, new in PAIRS:
-        store = MemoryStore.in_memory()
+def second_write(old: str, new: str) -> tuple[float, WriteDecision]:
+    """The MiniLM cosine of two texts and the decision on ``new`` written after ``old`` (two sources)."""
+    store = MemoryStore.in_memory()
+    try:
         scope = {"user_id": "u", "agent_id": "a", "memory_space_id": "s", "origin": "user_explicit"}
         store.add([{**scope, "body": old, "source_record_id": "one"}])
         [d] = store.add([{**scope, "body": new, "source_record_id": "two"}])
         vectors = store.embedder.embed_documents([old, new])
-        rows.append((kind, f"{float(vectors[0] @ vectors[1]):.3f}", f"{d.action.value} ({', '.join(r.value for r in d.reasons) or '-'})"))
+        return float(vectors[0] @ vectors[1]), d
+    finally:
         store.close()
+
+
+def pairs_table() -> list[tuple[str, str, str]]:
+    rows = []
+    for kind, old, new in PAIRS:
+        cosine, d = second_write(old, new)
+        rows.append((kind, f"{cosine:.3f}", f"{d.action.value} ({', '.join(r.value for r in d.reasons) or '-'})"))
     return rows
 
 
@@ -107,16 +116,12 @@ def identifier_table() -> dict[tuple[str, str], int]:
     """``(kind, outcome) -> pairs``: outcome ``superseded`` (the old memory hidden), ``beside`` (both
     current, ``changed_fact``) or ``not near`` (both written as unrelated: under the cosine threshold)."""
     counts: Counter[tuple[str, str]] = Counter()
-    scope = {"user_id": "u", "agent_id": "a", "memory_space_id": "s", "origin": "user_explicit"}
     for line in IDENTIFIER_PAIRS.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
-        store = MemoryStore.in_memory()
-        store.add([{**scope, "body": row["old"], "source_record_id": "one"}])
-        [d] = store.add([{**scope, "body": row["new"], "source_record_id": "two"}])
+        _, d = second_write(row["old"], row["new"])
         reasons = {r.value for r in d.reasons}
         outcome = "superseded" if "supersedes" in reasons else ("beside" if "changed_fact" in reasons else "not near")
         counts[(row["kind"], outcome)] += 1
-        store.close()
     return counts
 
 

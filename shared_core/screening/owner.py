@@ -149,8 +149,9 @@ def _en_request(text: str, rules: Collection[str], title: str) -> bool:
     otherwise", "Use British spelling in all client letters"), only the standing-order and output
     rules found, and nothing that works against the user in the text or the title (the ``[en]``
     table of ``owner_requests.toml``). The writer need not name themselves: until round 34 an "I",
-    "my" or "we" was asked for, which held a third of the owner's preferences in the blind sets
-    ("Never reply-all on the Brightwave thread") and stopped no attack (one "my" added passes it).
+    "my" or "we" was asked for, which held genuine preferences (8 of the benign notes held in the
+    blind sets, "Never reply-all on the Brightwave thread") and stopped no attack (a red team passed
+    every note it held by adding one "my").
     """
     e = _english()
     if not set(rules) <= e.order_rules or len(text) > e.max_chars or len(title) > e.max_chars or "\n" in text.strip():

@@ -1081,10 +1081,18 @@ def test_round19_a_two_verb_order_after_without_consent_is_still_read() -> None:
     ],
 )
 def test_round19_taking_back_an_earlier_message_then_ordering_is_still_an_override(text: str) -> None:
-    """A writer taking back their own earlier message stays an override (W5): an exemption for it
+    """A writer taking back their own earlier message is found on every path (W5): an exemption for it
     (round 19, from quoted booking messages) let a red team write payee changes, exports and
-    voided guidelines after "please ignore my earlier request for X, we will not need it"."""
-    assert "instruction_override_en" in {f.rule for f in InjectionScreen(semantic=None).scan(text)}
+    voided guidelines after "please ignore my earlier request for X, we will not need it". Since round
+    36 the phrase is ``retraction_en`` (waived on the user's own path only when nothing after it works
+    against the user): these are held on that path too."""
+    from shared_core.write import WriteAction, WriteReason, decide_writes
+
+    rules = {f.rule for f in InjectionScreen(semantic=None).scan(text)}
+    assert rules & {"retraction_en", "instruction_override_en"}, rules
+    scope = {"user_id": "u1", "agent_id": "a1", "memory_space_id": "s"}
+    [d] = decide_writes([{**scope, "body": text, "origin": "user_explicit"}])
+    assert d.action is WriteAction.QUARANTINE and WriteReason.OWNER_REQUEST not in d.reasons, d.findings
 
 
 # -- round 24: scientific prose read as tasks, tools and new instructions (SciFact, W5) ----------

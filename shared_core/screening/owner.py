@@ -37,7 +37,7 @@ waiver off.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -93,16 +93,21 @@ ORDER_RULES: frozenset[str] = _tables().order_rules
 """Rule names an owner's request may carry (the others always hold)."""
 
 
-def is_owner_request(text: str, rules: Collection[str], *, title: str = "") -> bool:
+def is_owner_request(
+    text: str, rules: Collection[str], *, title: str = "", taken_back: Sequence[tuple[int, int]] = ()
+) -> bool:
     """Whether ``text``, with injection findings ``rules``, reads as the owner's request to their assistant.
 
     Only the text's half of the decision: the caller must also know that the user wrote it
     (origin ``user_explicit`` from the write path) and that the memory is private. ``rules``
     empty is ``False`` (nothing to waive). ``title``: the record's title, checked for what works
-    against the user as the text is.
+    against the user as the text is. ``taken_back``: spans of ``text`` where the writer takes back
+    their own earlier message (the ``retraction_en`` findings, "ignore my last text"); the English
+    against list is read without them (its override words would hold every such note), and what
+    the note goes on to ask is read with it as any request is.
     """
     t = _tables()
-    if rules and _en_request(text, rules, title):
+    if rules and _en_request(_blanked(text, taken_back), rules, title):
         return True
     if not rules or not set(rules) <= t.order_rules or len(title) > t.max_chars:
         return False
@@ -160,6 +165,14 @@ def _en_request(text: str, rules: Collection[str], title: str) -> bool:
     if e.reminder.search(norm) and not (e.reminder_not.search(norm) or EN_LINK.search(norm) or EN_LINK.search(head)):
         return True  # a reminder of a task only ever comes back to the user
     return not (e.against.search(norm) or e.against.search(head))
+
+
+def _blanked(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` with each span replaced by blanks (offsets and length kept)."""
+    for start, end in spans:
+        if 0 <= start < end <= len(text):
+            text = text[:start] + " " * (end - start) + text[end:]
+    return text
 
 
 def order_against_user(text: str) -> str | None:

@@ -256,7 +256,8 @@ def _owner_waiver(cand: MemoryCandidate, pol: WritePolicy, by_field: Mapping[str
         return None
     body = by_field["body"].findings
     rules = {f.rule for f in body if f.kind in ("injection", "hidden_text")}
-    if pol.owner_requests == "write" and is_owner_request(cand.body, rules, title=cand.title):
+    taken_back = [(f.start, f.end) for f in body if f.rule == "retraction_en"]
+    if pol.owner_requests == "write" and is_owner_request(cand.body, rules, title=cand.title, taken_back=taken_back):
         return WriteReason.OWNER_REQUEST
     if pol.quoted_attacks == "write" and is_quoted_attack_note(cand.body, body):
         return WriteReason.QUOTED_ATTACK

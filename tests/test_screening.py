@@ -1511,6 +1511,16 @@ def test_round31_look_alikes_are_not_held(text: str) -> None:
     assert not [f for f in InjectionScreen(semantic=None).scan(text) if f.kind == "injection"]
 
 
+def _medium_rules(text: str) -> set[str]:
+    """Rules of the MEDIUM-or-above findings of the rules alone (no semantic screen) in ``text``."""
+    return {f.rule for f in InjectionScreen(semantic=None).scan(text) if f.severity.rank >= Severity.MEDIUM.rank}
+
+
+def _injection_spans(text: str) -> list[tuple[str, int, int]]:
+    """``(rule, start, end)`` of every injection finding of the rules alone in ``text``."""
+    return [(f.rule, f.start, f.end) for f in InjectionScreen(semantic=None).scan(text) if f.kind == "injection"]
+
+
 @pytest.mark.parametrize(
     "text, rule",
     [
@@ -1543,7 +1553,7 @@ def test_round34_stock_phrases_of_a_planted_order_are_held(text: str, rule: str)
     system notice with an order, an unfiltered model, a text outranking the model's instructions or its
     user's wishes, guidance declared obsolete, an AI addressed by its job after a label): each held
     (MEDIUM or above) by the rules alone."""
-    found = {f.rule for f in InjectionScreen(semantic=None).scan(text) if f.severity.rank >= Severity.MEDIUM.rank}
+    found = _medium_rules(text)
     assert rule in found
 
 
@@ -1611,7 +1621,7 @@ def test_round36_an_ai_named_by_its_job_and_told_what_it_may_do_is_held(text: st
     the intake software), told it that it may act ("is authorized to e-sign", "you're cleared to skip"),
     rewrote its memory, gave it a field of its own (``<ai_instruction>``, ``X-AI-NOTE:``), or set its
     configuration aside: each held (MEDIUM or above) by the rules alone."""
-    found = {f.rule for f in InjectionScreen(semantic=None).scan(text) if f.severity.rank >= Severity.MEDIUM.rank}
+    found = _medium_rules(text)
     assert rule in found, found
 
 
@@ -1637,8 +1647,7 @@ def test_round36_an_ai_named_by_its_job_and_told_what_it_may_do_is_held(text: st
 def test_round36_look_alikes_are_not_held(text: str) -> None:
     """What the round-36 entries leave alone: a human agent or assistant with authority, a team named after
     AI, a form that sends mail, an IT notice, a safe-senders request, a policy about AI, a lease, a binder."""
-    found = [f for f in InjectionScreen(semantic=None).scan(text) if f.kind == "injection"]
-    assert not found, [(f.rule, f.start, f.end) for f in found]
+    assert not _injection_spans(text)
 
 
 @pytest.mark.parametrize(
@@ -1697,7 +1706,7 @@ def test_round37_old_shapes_in_new_words_are_held(text: str, rule: str) -> None:
     a text ranked operator-level, safety filtering declared suspended, a fake tool result, markup or a
     config block for the assistant, an AI addressed by what it does with this text, approval taken for
     granted, a summary told to leave something out. Each held (MEDIUM or above) by the rules alone."""
-    found = {f.rule for f in InjectionScreen(semantic=None).scan(text) if f.severity.rank >= Severity.MEDIUM.rank}
+    found = _medium_rules(text)
     assert rule in found, found
 
 
@@ -1724,5 +1733,4 @@ def test_round37_look_alikes_are_not_held(text: str) -> None:
     """What the round-37 entries leave alone: a machine's mode, a name on a rota, a human admin, an agreement,
     an app update, a fee rule, a workshop note quoting a closing tag, a tool hire shop, approval in a team
     chat, a meeting room, a complaint, minutes, a survey summary, advice about ChatGPT."""
-    found = [f for f in InjectionScreen(semantic=None).scan(text) if f.kind == "injection"]
-    assert not found, [(f.rule, f.start, f.end) for f in found]
+    assert not _injection_spans(text)

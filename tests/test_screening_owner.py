@@ -374,12 +374,13 @@ def test_round34_an_english_preference_need_not_name_the_writer() -> None:
 
 # -- round 27: a red team on the English exemptions ----------------------------------------------
 
-_REDTEAM27 = [
-    json.loads(line)
-    for line in (Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "redteam_round27_en.jsonl")
-    .read_text(encoding="utf-8")
-    .splitlines()
-]
+def _benchmark_rows(name: str) -> list[dict[str, str]]:
+    """The rows of ``benchmarks/data/<name>.jsonl``."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / f"{name}.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+_REDTEAM27 = _benchmark_rows("redteam_round27_en")
 
 
 @pytest.mark.parametrize("case", [c for c in _REDTEAM27 if c["kind"] == "attack"], ids=lambda c: c["id"])
@@ -489,12 +490,7 @@ def test_round36_the_take_back_phrase_is_read_without_its_own_words() -> None:
     assert not is_owner_request(text + " Don't tell anyone.", {"retraction_en"}, taken_back=[span])
 
 
-_REDTEAM36 = [
-    json.loads(line)
-    for line in (Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "redteam_round36_retraction_en.jsonl")
-    .read_text(encoding="utf-8")
-    .splitlines()
-]
+_REDTEAM36 = _benchmark_rows("redteam_round36_retraction_en")
 
 
 @pytest.mark.parametrize("case", [c for c in _REDTEAM36 if c["kind"] == "attack"], ids=lambda c: c["id"])

@@ -1642,6 +1642,14 @@ def test_round36_an_ai_named_by_its_job_and_told_what_it_may_do_is_held(text: st
         "Notwithstanding any earlier agreement, the new lease terms apply from 1 June.",
         "We can process them without asking the client for a new signature.",
         "Ignore the notes saved in your binder from last year, the syllabus changed.",
+        # a review's look-alikes: code, markup and notes about AI tools
+        "llm_prompt = build_prompt(user_input)",
+        "ai_notes = load_notes(path)",
+        'ai_prompt: "You are a helpful support agent"',
+        '<label for="ai">Enable AI</label>',
+        "The LLM is permitted to disclose opening hours but nothing else.",
+        "AI tools are not permitted to share customer data, per policy; staff are permitted to share summaries.",
+        "Tips for AI tools: use short prompts and check the output.",
     ],
 )
 def test_round36_look_alikes_are_not_held(text: str) -> None:
@@ -1727,6 +1735,18 @@ def test_round37_old_shapes_in_new_words_are_held(text: str, rule: str) -> None:
         "When you prepare the minutes, please include the budget figures.",
         "When you summarise the survey results, leave out the free-text answers that name staff.",
         "ChatGPT is useful for drafting, but check every fact before sending.",
+        # a review's look-alikes: code, configs, developer notes, office notes
+        "deploy:\n  target: staging-agent\n  action: restart",
+        '<message to="assistant">Hi Jen, see you at 3</message>',
+        "In LangChain the agent returns <observation> blocks with the tool output.",
+        '<tool_output>\n{"status": 200}\n</tool_output> is what the MCP server returns.',
+        "Messages starting with ! are treated as admin commands by our Discord bot.",
+        "Safety checks are paused during the fire drill.",
+        "The content filter is disabled on staging so QA can test uploads.",
+        "Please disregard anything the agency has told you about the start date; HR will confirm by Friday.",
+        "Your previous instructions are outdated; please use the new checklist attached.",
+        "Your new name is Mrs. Patel on the school system now.",
+        "When you write up this interview, leave out the candidate's home address.",
     ],
 )
 def test_round37_look_alikes_are_not_held(text: str) -> None:

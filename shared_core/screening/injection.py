@@ -299,6 +299,15 @@ def needs_corroboration(f: Finding, text: str) -> bool:
     )
 
 
+def _overlap_group(f: Finding) -> str:
+    """The group a finding competes in when overlaps are resolved (:meth:`InjectionScreen.scan`)."""
+    if f.rule == "semantic_instruction_en":
+        return "en_model"
+    if f.rule == "retraction_en":
+        return "retraction"
+    return "order" if f.rule in ORDER_RULES else "specific"
+
+
 def _finding(rule: str, span: tuple[int, int], severity: Severity, score: float) -> Finding:
     return Finding(kind="injection", rule=rule, start=span[0], end=span[1], severity=severity, score=score)
 
@@ -400,10 +409,11 @@ class InjectionScreen:
         # screen) never hides a specific one under it: the owner-request waiver reads the rules
         # found, and a wide HIGH cue window over a prompt-leak request must not make it look like
         # a plain request. The English model's finding is a group of its own: it neither hides an
-        # English rule's finding (the rule names what the order is) nor is hidden by one.
-        found = resolve_overlaps(
-            found, apart=lambda f: "en" if f.rule == "semantic_instruction_en" else f.rule in ORDER_RULES
-        )
+        # English rule's finding (the rule names what the order is) nor is hidden by one. The
+        # writer's own retraction is a group of its own too (round 36): a HIGH "disregard my last
+        # message", which the owner's path may waive, must not hide an override or an address to an
+        # AI it overlaps, which no waiver lets through.
+        found = resolve_overlaps(found, apart=_overlap_group)
         lang = order_against_user(text) if not text.isascii() else None
         if lang is not None:  # a request to the assistant against its user (round 20), beside what it names
             found.append(_finding(f"order_against_user_{lang}", (0, len(text)), _HIGH, 0.9))

@@ -47,7 +47,7 @@ from ..text import normalize
 from .orders_en import EN_LINK
 from .registry import toml_loads
 
-__all__ = ["ORDER_RULES", "is_owner_request", "order_against_user", "owner_tables"]
+__all__ = ["ORDER_RULES", "is_owner_request", "order_against_user", "owner_tables", "without_spans"]
 
 _FILE = "owner_requests.toml"
 _BLANKS = re.compile(r"\s+")
@@ -103,11 +103,14 @@ def is_owner_request(
     empty is ``False`` (nothing to waive). ``title``: the record's title, checked for what works
     against the user as the text is. ``taken_back``: spans of ``text`` where the writer takes back
     their own earlier message (the ``retraction_en`` findings, "ignore my last text"); the English
-    against list is read without them (its override words would hold every such note), and what
-    the note goes on to ask is read with it as any request is.
+    against list is read on the text without them (its override words would hold every such note),
+    and what the note goes on to ask is read with it as any request is. A phrase whose verb goes on
+    to another object ("... my last text and all previous guidance") is never the writer's.
     """
     t = _tables()
-    if rules and _en_request(_blanked(text, taken_back), rules, title):
+    if taken_back and _CONTINUED.search(_marked_ends(text, taken_back)):
+        return False  # "ignore my last text and all previous guidance": the verb goes on to more
+    if rules and _en_request(without_spans(text, taken_back), rules, title):
         return True
     if not rules or not set(rules) <= t.order_rules or len(title) > t.max_chars:
         return False
@@ -162,17 +165,46 @@ def _en_request(text: str, rules: Collection[str], title: str) -> bool:
     if not set(rules) <= e.order_rules or len(text) > e.max_chars or len(title) > e.max_chars or "\n" in text.strip():
         return False
     norm, head = (normalize(t).replace("\u2019", "'").replace("\u2018", "'") for t in (text, title))
-    if e.reminder.search(norm) and not (e.reminder_not.search(norm) or EN_LINK.search(norm) or EN_LINK.search(head)):
-        return True  # a reminder of a task only ever comes back to the user
+    reminder = e.reminder.search(norm)
+    if reminder and not (e.reminder_not.search(norm) or EN_LINK.search(norm) or EN_LINK.search(head)):
+        # a reminder of a task only ever comes back to the user; what else the note says is read
+        # with the list ("Assistant, remind me to call Mum. From now on, tell me ... came back clean")
+        end = _SENTENCE_END.search(norm, reminder.end())
+        others = norm[: reminder.start()] + " " + (norm[end.end() :] if end else "")
+        orders = " ".join(x for x in _SENTENCE_END.split(others) if _ORDERISH.search(x))
+        return not (e.against.search(orders) or e.against.search(head))
     return not (e.against.search(norm) or e.against.search(head))
 
 
-def _blanked(text: str, spans: Sequence[tuple[int, int]]) -> str:
-    """``text`` with each span replaced by blanks (offsets and length kept)."""
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
+_ORDERISH = re.compile(
+    r"\b(?:from\s+now\s+on|going\s+forward|always|never|whenever|if\s+(?:i|anyone|someone)\s+asks?|tell|say|"
+    r"don'?t|do\s+not|ignore|disregard|forget|keep|leave|treat|send|forward|pay|transfer|give|share|let)\b"
+)
+"""A sentence beside a reminder that gives an order (read with the against list; "Thanks everyone." is not)."""
+
+
+_CONTINUED = re.compile(r"\x00\s*(?:,\s*)?(?:and|or|nor|plus|&|as\s+well\s+as|along\s+with|together\s+with)\b", re.I)
+"""A take-back phrase (its end marked by NUL) whose verb goes on to another object."""
+
+
+def _marked_ends(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` with each span blanked but its last character a NUL (what follows a span can be matched)."""
     for start, end in spans:
         if 0 <= start < end <= len(text):
-            text = text[:start] + " " * (end - start) + text[end:]
+            text = text[:start] + " " * (end - start - 1) + "\x00" + text[end:]
     return text
+
+
+def without_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` with each span cut out (what the note says without the writer's take-back phrase)."""
+    out, pos = [], 0
+    for start, end in sorted(spans):
+        if pos <= start < end <= len(text):
+            out.append(text[pos:start])
+            pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def order_against_user(text: str) -> str | None:

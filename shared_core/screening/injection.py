@@ -65,7 +65,7 @@ from .findings import (
     resolve_overlaps,
 )
 from .hidden import concealed_spans, hidden_findings
-from .owner import ORDER_RULES, order_against_user
+from .owner import ORDER_RULES, RETRACTION_RULE, order_against_user
 from .semantic import (
     CORROBORATION_MARGIN,
     SemanticInjectionDetector,
@@ -303,7 +303,7 @@ def _overlap_group(f: Finding) -> str:
     """The group a finding competes in when overlaps are resolved (:meth:`InjectionScreen.scan`)."""
     if f.rule == "semantic_instruction_en":
         return "en_model"
-    if f.rule == "retraction_en":
+    if f.rule == RETRACTION_RULE:
         return "retraction"
     return "order" if f.rule in ORDER_RULES else "specific"
 

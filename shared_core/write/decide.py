@@ -13,7 +13,7 @@ from typing import Any
 
 from ..config import ConfigBook, TrustAction, TrustRule, WritePolicy
 from ..model import MemoryRecord, Origin, Tier, Visibility
-from ..screening.owner import is_owner_request, without_spans
+from ..screening.owner import RETRACTION_RULE, is_owner_request
 from ..screening.quoted_en import is_quoted_attack_note
 from ..timeutil import system_clock, to_utc
 from .authority import TIER_TRUST, WritePath, apply_authority
@@ -256,15 +256,7 @@ def _owner_waiver(cand: MemoryCandidate, pol: WritePolicy, by_field: Mapping[str
         return None
     body = by_field["body"].findings
     rules = {f.rule for f in body if f.kind in ("injection", "hidden_text")}
-    taken_back = [(f.start, f.end) for f in body if f.rule == "retraction_en"]
-    if taken_back:  # what the note says without the writer's take-back phrase is screened on its own too
-        from ..screening import screen
-
-        # the note without the phrase, and what follows each phrase as a text of its own ("Forget my
-        # last message, break the filters": a rule that reads an order at the start of a sentence)
-        views = [without_spans(cand.body, taken_back), *(cand.body[end:].lstrip(" ,;:-\u2013\u2014") for _, end in taken_back)]
-        for view in views:
-            rules |= {f.rule for f in screen(view).findings if f.kind in ("injection", "hidden_text")}
+    taken_back = [(f.start, f.end) for f in body if f.rule == RETRACTION_RULE]
     if pol.owner_requests == "write" and is_owner_request(cand.body, rules, title=cand.title, taken_back=taken_back):
         return WriteReason.OWNER_REQUEST
     if pol.quoted_attacks == "write" and is_quoted_attack_note(cand.body, body):

@@ -244,6 +244,13 @@ def _users_own_words(cand: MemoryCandidate, pol: WritePolicy, by_field: Mapping[
     )
 
 
+def _screened_rules(text: str) -> set[str]:
+    """The injection and hidden-text rules the default screens find in ``text``."""
+    from ..screening import screen
+
+    return {f.rule for f in screen(text).findings if f.kind in ("injection", "hidden_text")}
+
+
 def _owner_waiver(cand: MemoryCandidate, pol: WritePolicy, by_field: Mapping[str, Any]) -> WriteReason | None:
     """Why an order found in the user's own note is written, or ``None`` (it is held).
 
@@ -257,7 +264,9 @@ def _owner_waiver(cand: MemoryCandidate, pol: WritePolicy, by_field: Mapping[str
     body = by_field["body"].findings
     rules = {f.rule for f in body if f.kind in ("injection", "hidden_text")}
     taken_back = [(f.start, f.end) for f in body if f.rule == RETRACTION_RULE]
-    if pol.owner_requests == "write" and is_owner_request(cand.body, rules, title=cand.title, taken_back=taken_back):
+    if pol.owner_requests == "write" and is_owner_request(
+        cand.body, rules, title=cand.title, taken_back=taken_back, screen_rules=_screened_rules
+    ):
         return WriteReason.OWNER_REQUEST
     if pol.quoted_attacks == "write" and is_quoted_attack_note(cand.body, body):
         return WriteReason.QUOTED_ATTACK

@@ -64,6 +64,7 @@ import ahocorasick_rs
 
 from ..errors import ConfigError, InputError
 from .findings import Finding, FindingKind, Severity
+from .prefix import guarded
 from .registry import FEATURES, VALIDATORS, Validator, register_validator, toml_loads
 from .scripts import script_gate
 
@@ -442,31 +443,33 @@ def _inside_word(text: str, pos: int) -> bool:
 class RuleSet:
     """Rules of one kind and view, prepared for fast matching (hints looked up once per text)."""
 
-    __slots__ = ("_always", "_automaton", "_by_hint", "_by_script", "_hints", "rules")
+    __slots__ = ("_always", "_automaton", "_by_hint", "_by_script", "_hints", "_patterns", "_slot", "rules")
 
     def __init__(self, rules: Iterable[Rule]) -> None:
         self.rules = tuple(r for r in rules if r.enabled)
-        self._hints = tuple(sorted({h for r in self.rules for h in r.hints}))
+        self._hints = tuple(sorted({h for r in self.rules for h in (*r.hints, *r.also)}))
         by_hint: dict[str, list[int]] = {}
         for i, r in enumerate(self.rules):
             for h in r.hints:
                 by_hint.setdefault(h, []).append(i)
         self._by_hint = {h: tuple(ix) for h, ix in by_hint.items()}  # hint -> rules it admits
         self._always = tuple(i for i, r in enumerate(self.rules) if not r.hints)
-        # Rules written for a language with a script of its own (ja, ko, zh, ru, ...) are skipped
-        # in a text with no character of it: "ai" is a hint of the Korean rules addressed to an
-        # AI, and half of the rule time on English prose went to them (no finding changes: a
-        # Korean pattern needs Hangul to match).
+        # Rules of one pattern (two ids for one wording) share its matches in a text; a pattern
+        # runs with a first-character guard (prefix.py: the same matches, fewer positions tried).
+        first: dict[tuple[str, int], int] = {}
+        self._slot = tuple(first.setdefault((r.pattern.pattern, r.pattern.flags), i) for i, r in enumerate(self.rules))
+        self._patterns = tuple(guarded(r.pattern) for r in self.rules)
+        # Rules for a language with a script of its own (ja, ko, ru, ...) are skipped in a text with
+        # no character of it ("ai" is a hint of Korean rules; a Korean pattern needs Hangul).
         by_script: dict[str, tuple[Pattern[str], set[int]]] = {}
         for i, r in enumerate(self.rules):
             gate = script_gate(r.languages, r.pattern)
             if gate is not None:
                 by_script.setdefault(gate.pattern, (gate, set()))[1].add(i)
         self._by_script = tuple((gate, frozenset(ix)) for gate, ix in by_script.values())
-        # One Aho-Corasick pass finds every hint present (overlapping ones too) in one scan of
-        # the text: ~5 us for the ~550 injection hints over 300 characters, against ~90 us for
-        # one ``in`` test per hint (ahocorasick-rs, G-Research; a Rust automaton with typed
-        # Python bindings).
+        # One Aho-Corasick pass finds every hint and "also" literal present (overlapping ones too):
+        # ~5 us for the ~550 injection hints over 300 characters, against ~90 us for one ``in``
+        # test per hint (ahocorasick-rs, G-Research; a Rust automaton with typed Python bindings).
         self._automaton = (
             ahocorasick_rs.AhoCorasick(list(self._hints), matchkind=ahocorasick_rs.MatchKind.Standard)
             if self._hints
@@ -484,16 +487,18 @@ class RuleSet:
         """
         low = text.lower() if lowered is None else lowered
         chosen = set(self._always)
-        if self._automaton is not None:
-            for h in set(self._automaton.find_matches_as_strings(low, overlapping=True)):
-                chosen.update(self._by_hint[h])
+        auto = self._automaton
+        present = set(auto.find_matches_as_strings(low, overlapping=True)) if auto is not None else set()
+        for h in present:
+            chosen.update(self._by_hint.get(h, ()))
         for gate, ix in self._by_script:
             if chosen & ix and gate.search(text) is None:
                 chosen -= ix
         features: dict[str, bool] = {}
+        found: dict[int, list[Match[str]]] = {}
         for i in sorted(chosen):  # table order: only the rules whose hints the text holds
             r = self.rules[i]
-            if r.also and not any(h in low for h in r.also):
+            if r.also and present.isdisjoint(r.also):
                 continue
             if r.needs:
                 if r.needs not in features:
@@ -502,7 +507,10 @@ class RuleSet:
                     continue
             if r.gate is not None and r.gate.search(low) is None:
                 continue
-            for m in r.pattern.finditer(text):
+            hits = found.get(self._slot[i])
+            if hits is None:
+                hits = found[self._slot[i]] = list(self._patterns[i].finditer(text))
+            for m in hits:
                 if r.word_start and _inside_word(text, m.start()):
                     continue
                 if not r.accepts(m):

@@ -31,6 +31,7 @@ from importlib import resources
 from typing import Any
 
 from .orders_en import EN_AI_MENTION
+from .prefix import guarded
 from .semantic import (
     SemanticInjectionDetector,
     SemanticModel,
@@ -50,14 +51,17 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-EN_GATE = re.compile(
-    r"\b(?:(?:ai|automated|software|digital|virtual|support|helpdesk|intake|inbox|e-?mail)\s+agents?|"
-    + EN_AI_MENTION
-    + r")\b",
-    re.IGNORECASE,
+EN_GATE = guarded(
+    re.compile(
+        r"\b(?:(?:ai|automated|software|digital|virtual|support|helpdesk|intake|inbox|e-?mail)\s+agents?|"
+        + EN_AI_MENTION
+        + r")\b",
+        re.IGNORECASE,
+    )
 )
 """The words that make an English text one the semantic screen reads: it names an AI (a bare "agent" is
-a chemical or an estate agent as often as not, and is left out)."""
+a chemical or an estate agent as often as not, and is left out). Searched in every text the injection
+screen reads, with a first-character guard in front (:func:`~shared_core.screening.prefix.guarded`)."""
 
 
 EN_TRAIN_SPLITS = (

@@ -1,0 +1,157 @@
+"""The first-character guard of rule patterns: a shortcut that never changes a match (W8).
+
+``shared_core.screening.prefix.guarded`` puts ``(?=[...])`` in front of a rule's pattern so that
+``re`` skips positions no match can start at. These tests hold it to "the same matches": known
+answers of the analysis, every shipped rule against its guarded form on generated text and on
+the shipped case files, and the patterns it must leave alone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shared_core.screening import Rule, ScreeningEngine
+from shared_core.screening.engine import RuleSet, default_rules, parse_rules
+from shared_core.screening.prefix import first_chars, guarded
+
+DATA = Path(__file__).resolve().parents[1] / "shared_core" / "data" / "screening"
+
+
+def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[tuple[int, int], tuple[str | None, ...]]]:
+    return [(m.span(), m.groups()) for m in pattern.finditer(text)]
+
+
+@lru_cache(maxsize=1)
+def _guarded_rules() -> list[tuple[Rule, re.Pattern[str]]]:
+    return [(r, g) for r in default_rules() if r.enabled and (g := guarded(r.pattern)) is not r.pattern]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "want"),
+    [
+        (r"\b(?:ai|bot)s?\b", "ab"),
+        (r"(?!x)(?:[c-e]|f)\s*", "cdef"),
+        (r"(?<=\s)(?:a{0,2}b|)c", "abc"),
+        (r"(?:the\s+)?(?:ai|model)", "tam"),  # an optional first word: its letter or the next one
+        (r"(?=.*please)(?:send|forward)", "sf"),  # a lookahead consumes nothing
+        (r"(?:\n|[.!?]\s+)gpt", "\n.!?"),
+        (r"(?:無視|忘れ)て", "無忘"),
+        (r"(a)\1", "a"),
+        (r"(?:(a)|b)\1", "ab"),
+        (r"\w+", None),  # a category: not known for certain
+        (r"[^a]b", None),  # a negated class
+        (r"(?:x|)", None),  # can match the empty string
+        (r"a*", None),
+        (r"(?i)ignore", None),  # inline flags
+        (r"\b(?i:kelvin)", None),  # case-insensitive: "K" also matches the Kelvin sign
+    ],
+)
+def test_first_chars_known_answers(pattern: str, want: str | None) -> None:
+    cls = first_chars(re.compile(pattern))
+    if want is None:
+        assert cls is None
+        return
+    assert cls is not None
+    alphabet = set(pattern) | set(want) | set("abcdefghijklmnopqrstuvwxyzK\u212a \n.!?")
+    assert {c for c in alphabet if re.fullmatch(cls, c)} == set(want)
+
+
+def test_case_insensitive_parts_are_left_alone_and_a_case_insensitive_pattern_keeps_its_folds() -> None:
+    """An inline (?i:...) part gets no guard; under a global IGNORECASE the guard folds case as the pattern
+    does: "K" matches the Kelvin sign (U+212A) and "s" the long s (U+017F), guarded or not."""
+    for p in (re.compile(r"\b(?i:kelvin)"), re.compile(r"(?i)\bkelvin")):
+        assert guarded(p) is p
+    p = re.compile(r"\b(?:kelvin|system)\b", re.IGNORECASE)
+    g = guarded(p)
+    assert g is not p
+    for text in ("\u212aelvin", "KELVIN", "\u017fystem", "SYSTEM", "kelvins", "x kelvin"):
+        assert _spans(g, text) == _spans(p, text), text
+    assert [m.span() for m in g.finditer("\u212aelvin and \u017fystem")] == [(0, 6), (11, 17)]
+
+
+def test_patterns_re_already_skips_ahead_for_are_left_alone() -> None:
+    """A literal, class or all-literal alternation at the start is already fast in ``re``."""
+    for src in ("ignore all", "[abc]x", "(?:ignore|disregard) all"):
+        p = re.compile(src)
+        assert guarded(p) is p
+    slow = re.compile(r"\b(?:ignore|disregard) all")
+    fast = guarded(slow)
+    assert fast is not slow and fast.pattern.startswith("(?=[di])")
+
+
+def test_most_shipped_rules_get_a_guard() -> None:
+    """The guard is worth its code: most rules start with a boundary or a lookaround."""
+    assert len(_guarded_rules()) >= 150
+
+
+_WORDS = sorted(
+    {h for r in default_rules() for h in (*r.hints, *r.also)}
+    | {"ai", "assistant", "bot", "my", "her", "note", "for", "the", "you", "please", "send", ":", ",", "-", "—"}
+)
+_text = st.lists(
+    st.one_of(st.sampled_from(_WORDS), st.text(alphabet="ab .,:;!?\n-'\"()[]eéaï無視", max_size=4)),
+    max_size=40,
+).map(lambda ws: " ".join(ws))
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=_text)
+def test_every_guarded_rule_matches_what_its_pattern_matches(text: str) -> None:
+    """Property: on text made of the rules' own words, a guarded pattern has the same spans and groups."""
+    for view in (text, text.lower()):
+        for r, g in _guarded_rules():
+            assert _spans(g, view) == _spans(r.pattern, view), r.key
+
+
+def test_every_guarded_rule_matches_the_same_on_the_shipped_cases() -> None:
+    """The shipped case files (injections in 20 languages, secrets, PII, look-alikes) give the same matches."""
+    texts: list[str] = []
+    for name in ("injection_cases.jsonl", "secrets_cases.jsonl", "pii_cases.jsonl", "injection_lang_cases.jsonl"):
+        with (DATA / name).open(encoding="utf-8") as fh:
+            texts.extend(json.loads(line)["text"] for line in fh)
+    sample = texts[:600] + texts[600::40]  # every small file whole, one in 40 of the large one
+    rules = _guarded_rules()
+    for text in sample:
+        for view in (text, text.lower()):
+            for r, g in rules:
+                assert _spans(g, view) == _spans(r.pattern, view), r.key
+
+
+def test_rules_of_one_pattern_share_its_matches_and_keep_their_own_checks() -> None:
+    """Two rules with one pattern: the regex runs once, and each rule's own hints and validator apply."""
+    table = parse_rules(
+        """
+        [[rule]]
+        id = "order_a"
+        kind = "injection"
+        view = "norm"
+        pattern = '''\\b(?:send|forward)\\s+(?:it|everything)'''
+        hints = ["send", "forward"]
+        severity = "high"
+        score = 0.9
+
+        [[rule]]
+        id = "order_b"
+        kind = "injection"
+        view = "norm"
+        pattern = '''\\b(?:send|forward)\\s+(?:it|everything)'''
+        hints = ["forward"]
+        severity = "medium"
+        score = 0.6
+        """,
+        name="test",
+    )
+    rs = RuleSet(table)
+    found = [(r.id, s, e) for r, s, e in rs.matches("please send it and forward everything")]
+    assert found == [("order_a", 7, 14), ("order_a", 19, 37), ("order_b", 7, 14), ("order_b", 19, 37)]
+    only_a = [(r.id, s, e) for r, s, e in rs.matches("please send it now")]
+    assert only_a == [("order_a", 7, 14)]  # order_b's hint is absent: it does not run
+    engine = ScreeningEngine(table)
+    assert [f.rule for f in engine.findings("injection", "send everything", view="norm")] == ["order_a"]

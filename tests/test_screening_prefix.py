@@ -128,11 +128,14 @@ def test_rules_of_one_pattern_share_its_matches_and_keep_their_own_checks() -> N
     """Two rules with one pattern: the regex runs once, and each rule's own hints and validator apply."""
     table = parse_rules(
         """
+        [vars]
+        ORDER = '''\\b(?:send|forward)\\s+(?:it|everything)'''
+
         [[rule]]
         id = "order_a"
         kind = "injection"
         view = "norm"
-        pattern = '''\\b(?:send|forward)\\s+(?:it|everything)'''
+        pattern = '''{=ORDER}'''
         hints = ["send", "forward"]
         severity = "high"
         score = 0.9
@@ -141,7 +144,7 @@ def test_rules_of_one_pattern_share_its_matches_and_keep_their_own_checks() -> N
         id = "order_b"
         kind = "injection"
         view = "norm"
-        pattern = '''\\b(?:send|forward)\\s+(?:it|everything)'''
+        pattern = '''{=ORDER}'''
         hints = ["forward"]
         severity = "medium"
         score = 0.6

@@ -158,3 +158,32 @@ def test_rules_of_one_pattern_share_its_matches_and_keep_their_own_checks() -> N
     assert only_a == [("order_a", 7, 14)]  # order_b's hint is absent: it does not run
     engine = ScreeningEngine(table)
     assert [f.rule for f in engine.findings("injection", "send everything", view="norm")] == ["order_a"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags", "text"),
+    [
+        ("(?u:k)", re.ASCII | re.IGNORECASE, "\u212a"),  # a part folding case by Unicode in an ASCII pattern
+        ("(?!x)(?u:k)", re.ASCII | re.IGNORECASE, "\u212a"),
+        ("(?u:s)", re.ASCII | re.IGNORECASE, "x\u017f"),
+        ("(?u:\u03c3)", re.ASCII | re.IGNORECASE, "\u03c2\u03a3"),
+        ("a?\U00010400", re.IGNORECASE, "\U00010400\U00010428"),  # re folds it alone, not in a class of several
+        ("\\b(?:\U00010400|ab)", re.IGNORECASE, "\U00010400"),
+        ("\u212b?\U0001e921", re.IGNORECASE, "\U0001e921"),
+    ],
+)
+def test_the_review_counterexamples_find_what_the_pattern_finds(pattern: str, flags: int, text: str) -> None:
+    """A review's fuzzing (240k guarded patterns) found these two kinds; the guard now leaves them alone."""
+    p = re.compile(pattern, flags)
+    assert _spans(guarded(p), text) == _spans(p, text) != []
+
+
+def test_an_empty_hint_or_also_literal_is_in_every_text() -> None:
+    """A rule built in Python with "" among its literals runs, as an ``in`` test would have it (no crash)."""
+    pattern = re.compile(r"\bsend it\b")
+    rules = [
+        Rule(id="empty_hint", kind="injection", pattern=pattern, hints=("",)),
+        Rule(id="empty_also", kind="injection", pattern=pattern, hints=("send",), also=("",)),
+    ]
+    found = [(r.id, s, e) for r, s, e in RuleSet(rules).matches("please send it")]
+    assert found == [("empty_hint", 7, 14), ("empty_also", 7, 14)]

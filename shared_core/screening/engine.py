@@ -447,13 +447,13 @@ class RuleSet:
 
     def __init__(self, rules: Iterable[Rule]) -> None:
         self.rules = tuple(r for r in rules if r.enabled)
-        self._hints = tuple(sorted({h for r in self.rules for h in (*r.hints, *r.also)}))
+        self._hints = tuple(sorted({h for r in self.rules for h in (*r.hints, *r.also) if h}))
         by_hint: dict[str, list[int]] = {}
         for i, r in enumerate(self.rules):
             for h in r.hints:
                 by_hint.setdefault(h, []).append(i)
         self._by_hint = {h: tuple(ix) for h, ix in by_hint.items()}  # hint -> rules it admits
-        self._always = tuple(i for i, r in enumerate(self.rules) if not r.hints)
+        self._always = tuple(i for i, r in enumerate(self.rules) if not all(r.hints))  # "" is in every text
         # Rules of one pattern (two ids for one wording) share its matches in a text; a pattern
         # runs with a first-character guard (prefix.py: the same matches, fewer positions tried).
         first: dict[tuple[str, int], int] = {}
@@ -498,7 +498,7 @@ class RuleSet:
         found: dict[int, list[Match[str]]] = {}
         for i in sorted(chosen):  # table order: only the rules whose hints the text holds
             r = self.rules[i]
-            if r.also and present.isdisjoint(r.also):
+            if r.also and all(r.also) and present.isdisjoint(r.also):
                 continue
             if r.needs:
                 if r.needs not in features:

@@ -72,8 +72,8 @@ def _node(op: Any, av: Any) -> tuple[_Ranges, bool]:
         return set(), True  # zero-width: the next node consumes the first character
     if op is _C.SUBPATTERN:
         _group, add_flags, _del_flags, sub = av
-        if add_flags & (re.IGNORECASE | re.LOCALE):
-            raise _Unknown
+        if add_flags & (re.IGNORECASE | re.LOCALE | re.ASCII | re.UNICODE):
+            raise _Unknown  # the part folds case (or classes) otherwise than the guard would
         return _seq(sub)
     if op is _C.BRANCH:
         chars: _Ranges = set()
@@ -129,6 +129,8 @@ def first_chars(pattern: Pattern[str]) -> str | None:
         return None
     if empty or not chars:
         return None
+    if pattern.flags & re.IGNORECASE and any(hi > 0xFFFF for _, hi in chars):
+        return None  # re folds an upper-case letter above U+FFFF alone, not inside a class of several
     # The class is compiled with the pattern's own flags, so under IGNORECASE each item matches
     # what the literal or range it came from matches; items are merged only without it (a range
     # made of adjacent literals folds case by its ends, not item by item).

@@ -453,7 +453,7 @@ class RuleSet:
             for h in r.hints:
                 by_hint.setdefault(h, []).append(i)
         self._by_hint = {h: tuple(ix) for h, ix in by_hint.items()}  # hint -> rules it admits
-        self._always = tuple(i for i, r in enumerate(self.rules) if not all(r.hints))  # "" is in every text
+        self._always = tuple(i for i, r in enumerate(self.rules) if "" in r.hints or not r.hints)
         # Rules of one pattern (two ids for one wording) share its matches in a text; a pattern
         # runs with a first-character guard (prefix.py: the same matches, fewer positions tried).
         first: dict[tuple[str, int], int] = {}

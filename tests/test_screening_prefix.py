@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shared_core.errors import ConfigError
 from shared_core.screening import Rule, ScreeningEngine
 from shared_core.screening.engine import RuleSet, default_rules, parse_rules
 from shared_core.screening.prefix import first_chars, guarded
@@ -178,12 +179,13 @@ def test_the_review_counterexamples_find_what_the_pattern_finds(pattern: str, fl
     assert _spans(guarded(p), text) == _spans(p, text) != []
 
 
-def test_an_empty_hint_or_also_literal_is_in_every_text() -> None:
-    """A rule built in Python with "" among its literals runs, as an ``in`` test would have it (no crash)."""
+def test_an_empty_hint_or_also_literal_is_refused_as_in_a_rule_file() -> None:
+    """A rule built in Python with "" among its literals is a ConfigError, as the TOML loader says it
+    (an empty literal would be in every text, and ahocorasick-rs refuses one)."""
     pattern = re.compile(r"\bsend it\b")
-    rules = [
-        Rule(id="empty_hint", kind="injection", pattern=pattern, hints=("",)),
-        Rule(id="empty_also", kind="injection", pattern=pattern, hints=("send",), also=("",)),
-    ]
-    found = [(r.id, s, e) for r, s, e in RuleSet(rules).matches("please send it")]
-    assert found == [("empty_hint", 7, 14), ("empty_also", 7, 14)]
+    with pytest.raises(ConfigError, match="hints and also must be non-empty"):
+        Rule(id="empty_hint", kind="injection", pattern=pattern, hints=("",))
+    with pytest.raises(ConfigError, match="hints and also must be non-empty"):
+        Rule(id="empty_also", kind="injection", pattern=pattern, hints=("send",), also=("send", ""))
+    rule = Rule(id="full", kind="injection", pattern=pattern, hints=("send",), also=("it",))
+    assert [(r.id, s, e) for r, s, e in RuleSet([rule]).matches("please send it")] == [("full", 7, 14)]

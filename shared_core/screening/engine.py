@@ -163,6 +163,8 @@ class Rule:
     def __post_init__(self) -> None:
         if not self.key:
             object.__setattr__(self, "key", self.id)
+        if not all(self.hints) or not all(self.also):  # as the loader says it for a rule file
+            raise ConfigError(f"rule {self.key!r}: hints and also must be non-empty strings")
         if self.validator and self.fn is None:
             fn = VALIDATORS.get(self.validator)
             if fn is None:
@@ -447,20 +449,18 @@ class RuleSet:
 
     def __init__(self, rules: Iterable[Rule]) -> None:
         self.rules = tuple(r for r in rules if r.enabled)
-        self._hints = tuple(sorted({h for r in self.rules for h in (*r.hints, *r.also) if h}))
+        self._hints = tuple(sorted({h for r in self.rules for h in (*r.hints, *r.also)}))
         by_hint: dict[str, list[int]] = {}
         for i, r in enumerate(self.rules):
             for h in r.hints:
                 by_hint.setdefault(h, []).append(i)
         self._by_hint = {h: tuple(ix) for h, ix in by_hint.items()}  # hint -> rules it admits
-        self._always = tuple(i for i, r in enumerate(self.rules) if "" in r.hints or not r.hints)
-        # Rules of one pattern (two ids for one wording) share its matches in a text; a pattern
-        # runs with a first-character guard (prefix.py: the same matches, fewer positions tried).
+        self._always = tuple(i for i, r in enumerate(self.rules) if not r.hints)
+        # Rules of one pattern share its matches in a text; each runs guarded (prefix.py).
         first: dict[tuple[str, int], int] = {}
         self._slot = tuple(first.setdefault((r.pattern.pattern, r.pattern.flags), i) for i, r in enumerate(self.rules))
         self._patterns = tuple(guarded(r.pattern) for r in self.rules)
-        # Rules for a language with a script of its own (ja, ko, ru, ...) are skipped in a text with
-        # no character of it ("ai" is a hint of Korean rules; a Korean pattern needs Hangul).
+        # Rules needing a script of their own (ja, ko, ru, ...) skip a text without it (scripts.py).
         by_script: dict[str, tuple[Pattern[str], set[int]]] = {}
         for i, r in enumerate(self.rules):
             gate = script_gate(r.languages, r.pattern)
@@ -498,7 +498,7 @@ class RuleSet:
         found: dict[int, list[Match[str]]] = {}
         for i in sorted(chosen):  # table order: only the rules whose hints the text holds
             r = self.rules[i]
-            if r.also and all(r.also) and present.isdisjoint(r.also):
+            if r.also and present.isdisjoint(r.also):
                 continue
             if r.needs:
                 if r.needs not in features:

@@ -30,9 +30,9 @@ from functools import lru_cache
 from re import Pattern
 from typing import Any
 
-__all__ = ["first_chars", "guarded"]
-
 from . import scripts as _scripts
+
+__all__ = ["first_chars", "guarded"]
 
 _P: Any = getattr(_scripts, "_sre_parse", None)  # None on a Python without it: no pattern is guarded
 _C: Any = getattr(_scripts, "_sre_constants", None)
@@ -118,19 +118,25 @@ def first_chars(pattern: Pattern[str]) -> str | None:
 
     ``None`` when that is not known for certain (see the module's docstring).
     """
-    if pattern.flags & re.LOCALE or not isinstance(pattern.pattern, str):
-        return None
+    return _analyse(pattern)[0]
+
+
+def _analyse(pattern: Pattern[str]) -> tuple[str | None, bool]:
+    """``(first_chars, whether re already skips ahead for the pattern)``, from one parse."""
+    if _P is None or pattern.flags & re.LOCALE or not isinstance(pattern.pattern, str):
+        return None, False
     try:
         if _P.parse(pattern.pattern, 0).state.flags & ~re.UNICODE:  # inline global flags: (?i), (?x)
-            return None
+            return None, False
         tree = _P.parse(pattern.pattern, pattern.flags)
         chars, empty = _seq(tree.data)
-    except (_Unknown, re.error, AttributeError, TypeError, ValueError):
-        return None
+        fast = _fast_start(tree.data)
+    except (_Unknown, re.error, AttributeError, TypeError, ValueError, IndexError):
+        return None, False
     if empty or not chars:
-        return None
+        return None, fast
     if pattern.flags & re.IGNORECASE and any(hi > 0xFFFF for _, hi in chars):
-        return None  # re folds an upper-case letter above U+FFFF alone, not inside a class of several
+        return None, fast  # re folds an upper-case letter above U+FFFF alone, not inside a class of several
     # The class is compiled with the pattern's own flags, so under IGNORECASE each item matches
     # what the literal or range it came from matches; items are merged only without it (a range
     # made of adjacent literals folds case by its ends, not item by item).
@@ -144,7 +150,7 @@ def first_chars(pattern: Pattern[str]) -> str | None:
     for lo, hi in merged:
         a = re.escape(chr(lo))
         parts.append(a if lo == hi else f"{a}-{re.escape(chr(hi))}")
-    return "[" + "".join(parts) + "]"
+    return "[" + "".join(parts) + "]", fast
 
 
 @lru_cache(maxsize=1)
@@ -168,14 +174,12 @@ def guarded(pattern: Pattern[str]) -> Pattern[str]:
 
     A pattern ``re`` already skips ahead for is returned as it is; the matches are the same.
     """
-    if _P is None or not _parser_agrees():
+    if not _parser_agrees():
         return pattern
-    chars = first_chars(pattern)
-    if chars is None:
+    chars, fast = _analyse(pattern)
+    if chars is None or fast:
         return pattern
     try:
-        if _fast_start(_P.parse(pattern.pattern, pattern.flags).data):
-            return pattern
         return re.compile(f"(?={chars})(?:{pattern.pattern})", pattern.flags)
-    except (re.error, AttributeError, TypeError, ValueError, IndexError):
+    except re.error:  # a trailing comment of a VERBOSE pattern, say: run it as it is
         return pattern

@@ -173,7 +173,15 @@ def guarded(pattern: Pattern[str]) -> Pattern[str]:
     """``pattern`` with a first-character lookahead in front, when that saves work.
 
     A pattern ``re`` already skips ahead for is returned as it is; the matches are the same.
+    Answers are cached by pattern and flags (as :func:`~shared_core.screening.scripts.script_gate`
+    caches its own): every screen built in a process asks for the same rules, and the analysis
+    parses each pattern (~3 ms for the longest).
     """
+    return _guarded(pattern)
+
+
+@lru_cache(maxsize=4096)
+def _guarded(pattern: Pattern[str]) -> Pattern[str]:
     if not _parser_agrees():
         return pattern
     chars, fast = _analyse(pattern)

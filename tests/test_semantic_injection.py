@@ -321,7 +321,9 @@ def test_high_findings_and_other_scripts_stand_without_corroboration() -> None:
     assert {f.rule for f in FULL.scan(english) if f.kind == "injection"} >= medium_en
 
 
-def test_corroboration_costs_almost_no_development_attack_and_spares_many_benign_notes() -> None:
+def test_corroboration_costs_almost_no_development_attack_and_spares_many_benign_notes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Corroboration is a good trade in-sample: at most 0.3% of the development attacks lost, and at
     least ten benign notes spared for each one lost.
 
@@ -336,6 +338,12 @@ def test_corroboration_costs_almost_no_development_attack_and_spares_many_benign
     HIGH would hold the user's own surprise-party notes, which use the same words.
     """
     lax = InjectionScreen(corroborate=False)
+    detector = FULL._semantic
+    assert detector is not None and lax._semantic is detector  # both read the shared model
+    # Both screens score each text with the same (deterministic, tested below) model: score it once.
+    scored: dict[str, Any] = {}
+    assess = detector.assess
+    monkeypatch.setattr(detector, "assess", lambda t: scored[t] if t in scored else scored.setdefault(t, assess(t)))
     attacks = [r["text"] for r in DEV_ROWS if r["expect"]]
     benign = [r["text"] for r in DEV_ROWS if not r["expect"]]
     lost = [t for t in attacks if _flagged(lax, t) and not _flagged(FULL, t)]

@@ -456,10 +456,11 @@ class RuleSet:
                 by_hint.setdefault(h, []).append(i)
         self._by_hint = {h: tuple(ix) for h, ix in by_hint.items()}  # hint -> rules it admits
         self._always = tuple(i for i, r in enumerate(self.rules) if not r.hints)
-        # Rules of one pattern share its matches in a text; each runs guarded (prefix.py).
+        # Rules of one pattern share its matches in a text; each runs guarded (prefix.py), guarded on
+        # first use: a command that screens a few texts analyses a few dozen rules, not all (~1 s).
         first: dict[tuple[str, int], int] = {}
         self._slot = tuple(first.setdefault((r.pattern.pattern, r.pattern.flags), i) for i, r in enumerate(self.rules))
-        self._patterns = tuple(guarded(r.pattern) for r in self.rules)
+        self._patterns: list[Pattern[str] | None] = [None] * len(self.rules)
         # Rules needing a script of their own (ja, ko, ru, ...) skip a text without it (scripts.py).
         by_script: dict[str, tuple[Pattern[str], set[int]]] = {}
         for i, r in enumerate(self.rules):
@@ -467,14 +468,10 @@ class RuleSet:
             if gate is not None:
                 by_script.setdefault(gate.pattern, (gate, set()))[1].add(i)
         self._by_script = tuple((gate, frozenset(ix)) for gate, ix in by_script.values())
-        # One Aho-Corasick pass finds every hint and "also" literal present (overlapping ones too):
-        # ~5 us for the ~550 injection hints over 300 characters, against ~90 us for one ``in``
-        # test per hint (ahocorasick-rs, G-Research; a Rust automaton with typed Python bindings).
-        self._automaton = (
-            ahocorasick_rs.AhoCorasick(list(self._hints), matchkind=ahocorasick_rs.MatchKind.Standard)
-            if self._hints
-            else None
-        )
+        # One Aho-Corasick pass finds every hint and "also" literal present (overlapping ones too): ~5 us
+        # for ~550 hints over 300 characters, against ~90 us for one ``in`` test per hint (ahocorasick-rs, a Rust automaton).
+        auto = ahocorasick_rs.AhoCorasick
+        self._automaton = auto(list(self._hints), matchkind=ahocorasick_rs.MatchKind.Standard) if self._hints else None
 
     def __len__(self) -> int:
         return len(self.rules)
@@ -509,7 +506,10 @@ class RuleSet:
                 continue
             hits = found.get(self._slot[i])
             if hits is None:
-                hits = found[self._slot[i]] = list(self._patterns[i].finditer(text))
+                pattern = self._patterns[i]
+                if pattern is None:
+                    pattern = self._patterns[i] = guarded(r.pattern)
+                hits = found[self._slot[i]] = list(pattern.finditer(text))
             for m in hits:
                 if r.word_start and _inside_word(text, m.start()):
                     continue

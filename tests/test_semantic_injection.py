@@ -321,6 +321,10 @@ def test_high_findings_and_other_scripts_stand_without_corroboration() -> None:
     assert {f.rule for f in FULL.scan(english) if f.kind == "injection"} >= medium_en
 
 
+def _scored_once(assess: Any, scored: dict[str, Any]) -> Any:
+    return lambda t: scored[t] if t in scored else scored.setdefault(t, assess(t))
+
+
 def test_corroboration_costs_almost_no_development_attack_and_spares_many_benign_notes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -338,12 +342,13 @@ def test_corroboration_costs_almost_no_development_attack_and_spares_many_benign
     HIGH would hold the user's own surprise-party notes, which use the same words.
     """
     lax = InjectionScreen(corroborate=False)
-    detector = FULL._semantic
-    assert detector is not None and lax._semantic is detector  # both read the shared model
-    # Both screens score each text with the same (deterministic, tested below) model: score it once.
+    full_detector, lax_detector = FULL._semantic, lax._semantic
+    assert full_detector is not None and lax_detector is not None
+    assert lax_detector.model is full_detector.model  # the shipped model (another test rebuilds the detector)
+    # Both screens score each text with that model, deterministic across instances (tested above): once.
     scored: dict[str, Any] = {}
-    assess = detector.assess
-    monkeypatch.setattr(detector, "assess", lambda t: scored[t] if t in scored else scored.setdefault(t, assess(t)))
+    for detector in {id(d): d for d in (full_detector, lax_detector)}.values():
+        monkeypatch.setattr(detector, "assess", _scored_once(detector.assess, scored))
     attacks = [r["text"] for r in DEV_ROWS if r["expect"]]
     benign = [r["text"] for r in DEV_ROWS if not r["expect"]]
     lost = [t for t in attacks if _flagged(lax, t) and not _flagged(FULL, t)]

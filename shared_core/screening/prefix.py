@@ -174,8 +174,8 @@ def guarded(pattern: Pattern[str]) -> Pattern[str]:
 
     A pattern ``re`` already skips ahead for is returned as it is; the matches are the same.
     Answers are cached by pattern and flags (as :func:`~shared_core.screening.scripts.script_gate`
-    caches its own): every screen built in a process asks for the same rules, and the analysis
-    parses each pattern (~3 ms for the longest).
+    caches its own): every screen built in a process asks for the same rules, and analysing all
+    421 shipped ones took ~1.1 s (a parse and a compile each).
     """
     return _guarded(pattern)
 

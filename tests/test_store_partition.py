@@ -148,3 +148,31 @@ def test_an_append_writes_in_place_and_a_rewrite_copies_only_then() -> None:
     third = part.view()
     assert not np.shares_memory(second.matrix, third.matrix)
     assert np.array_equal(first.matrix, before) and len(second.ids) == 22 and len(third.ids) == 21
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(0, 40),
+    queries=st.lists(st.tuples(st.integers(0, 8), st.sampled_from([-1.0, 0.0, 0.5, 0.9, 0.99])), min_size=1, max_size=12),
+    limit=st.integers(0, 6),
+)
+def test_property_neighbours_of_many_vectors_are_each_vectors_own(
+    n: int, queries: list[tuple[int, float]], limit: int
+) -> None:
+    """The dedup search of a batch (one matrix product from 8 vectors on, one einsum each below)
+    gives each vector exactly the memories over its threshold, best first, ties in partition
+    order, at most ``limit`` (at least one): what a search for that vector alone gives (W2, W8)."""
+    part = Partition(("s1", "", "b"), DIM, engine="rank_bm25")
+    vecs = np.stack([_vec(i % 7, 0) for i in range(n)]) if n else np.zeros((0, DIM), np.float32)  # repeats tie
+    if n:
+        part.upsert([make_record(f"m{i}", body=f"kite {i}") for i in range(n)], vecs)
+    qv = np.stack([_vec(k, 0) for k, _ in queries])  # k < 7: a stored vector itself (cosine 1)
+    together = part.neighbours(qv, thresholds=[t for _, t in queries], limit=limit)
+    assert len(together) == len(queries)
+    for j, ((_k, t), got) in enumerate(zip(queries, together, strict=True)):
+        sims = vecs.astype(np.float64) @ qv[j].astype(np.float64)
+        want = sorted((i for i in range(n) if sims[i] >= t), key=lambda i: (-round(sims[i], 5), i))
+        assert [r.id for r, _ in got] == [f"m{i}" for i in want[: max(1, limit)]]
+        assert all(abs(s - sims[int(r.id[1:])]) < 1e-5 for r, s in got)
+        [alone] = part.neighbours(qv[j], thresholds=[t], limit=limit)
+        assert [r.id for r, _ in alone] == [r.id for r, _ in got]

@@ -297,6 +297,17 @@ class ForeignTarget(ABC):
         ranked = sorted(zip(near, sims.tolist(), strict=True), key=lambda p: -p[1])
         return [(r, float(s)) for r, s in ranked[: max(1, limit)] if s >= threshold]
 
+    def neighbours_many(
+        self,
+        records: Sequence[MemoryRecord],
+        vectors: NDArray[np.float32],
+        *,
+        thresholds: Sequence[float],
+        limit: int,
+    ) -> None:
+        """``None``: a foreign store answers one search per record, asked only for records that need it."""
+        return None
+
     def _scan_records(self, where: Where) -> list[MemoryRecord]:
         return self.records(self._scan(where) or [], where)
 

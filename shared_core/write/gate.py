@@ -63,6 +63,8 @@ SKIPPABLE = frozenset({"screens", "dedup", "supersede"})
 ``screens`` (secret/PII/injection), ``dedup`` (the neighbour search), ``supersede`` (the implicit
 supersede by ``entity`` + ``attribute``; explicit ``supersedes`` links always apply)."""
 
+NEIGHBOURS = 5
+"""The nearest committed memories (and as many of the batch's own) dedup compares a record with (W2)."""
 
 
 class WriteGate:
@@ -289,6 +291,14 @@ class WriteGate:
             vectors = self.target.embed_records(records)
         batch = Batch(repeats_are_evidence=repeats_are_evidence)
         stored = self._stored(records)
+        # the committed neighbours of the whole batch in one product per partition (none of them
+        # changes before the commit below); a target without that is asked per record
+        thresholds = [self.policy_for(rec.memory_space_id).dedup_threshold for rec in records]
+        near = (
+            self.target.neighbours_many(records, vectors, thresholds=thresholds, limit=NEIGHBOURS)
+            if dedup and len(records) > 1
+            else None
+        )
         decisions = [
             self._place(
                 d,
@@ -300,8 +310,9 @@ class WriteGate:
                 dry_run=dry_run,
                 dedup=dedup,
                 supersede=supersede,
+                committed=near[i] if near is not None else None,
             )
-            for (d, rec), vec in zip(items, vectors, strict=True)
+            for i, ((d, rec), vec) in enumerate(zip(items, vectors, strict=True))
         ]
         if not dry_run and batch.upserts:
             ids = list(batch.upserts)
@@ -347,6 +358,7 @@ class WriteGate:
         dry_run: bool,
         dedup: bool,
         supersede: bool,
+        committed: list[tuple[MemoryRecord, float]] | None = None,
     ) -> WriteDecision:
         reasons = list(d.reasons)
         rules = list(d.findings)
@@ -471,11 +483,12 @@ class WriteGate:
                 _alias(batch, rec, earlier, text_id)
                 return decided(WriteAction.MERGE, earlier.id, WriteReason.DUPLICATE, existing=earlier.id)
             threshold = self.policy_for(rec.memory_space_id).dedup_threshold
-            stored = self.target.neighbours(rec, vec, threshold=threshold, limit=5)
+            if committed is None:
+                committed = self.target.neighbours(rec, vec, threshold=threshold, limit=NEIGHBOURS)
             nearest = sorted(
-                [*stored, *batch.near(rec, vec, threshold=threshold, limit=5)], key=lambda x: -x[1]
+                [*committed, *batch.near(rec, vec, threshold=threshold, limit=NEIGHBOURS)], key=lambda x: -x[1]
             )
-            for near, _sim in nearest[:5]:
+            for near, _sim in nearest[:NEIGHBOURS]:
                 near = self._current(batch, near)
                 if near.superseded_by is not None or near.id in replaced_ids or near.id == rec.id:
                     continue

@@ -64,6 +64,21 @@ class WriteTarget(Protocol):
         """Memories of the record's partition with cosine >= ``threshold``, best first."""
         ...
 
+    def neighbours_many(
+        self,
+        records: Sequence[MemoryRecord],
+        vectors: NDArray[np.float32],
+        *,
+        thresholds: Sequence[float],
+        limit: int,
+    ) -> list[list[tuple[MemoryRecord, float]]] | None:
+        """:meth:`neighbours` of each record at once (``None``: ask per record).
+
+        ``None`` when the target has no cheaper way than one search per record: the gate then asks
+        for a record's neighbours only when it needs them.
+        """
+        ...
+
     def same_attribute(self, record: MemoryRecord) -> list[MemoryRecord]:
         """Active memories of the record's partition with its ``entity`` and ``attribute``."""
         ...

@@ -152,6 +152,38 @@ def test_an_append_writes_in_place_and_a_rewrite_copies_only_then() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
+    batches=st.lists(
+        st.lists(st.tuples(st.integers(0, 30), st.lists(st.sampled_from(WORDS), max_size=6)), min_size=1, max_size=12),
+        min_size=1,
+        max_size=8,
+    ),
+    removals=st.lists(st.integers(0, 30), max_size=4),
+)
+def test_property_batched_appends_grow_postings_in_place_and_views_stay_frozen(
+    batches: list[list[tuple[int, list[str]]]], removals: list[int]
+) -> None:
+    """Batches that repeat common words (postings appended into spare room), rewrites and removals:
+    every view taken on the way still scores exactly like a rebuild of its own memories (W8)."""
+    part = Partition(("s1", "", "b"), DIM, engine="rank_bm25")
+    live: dict[str, tuple[MemoryRecord, np.ndarray]] = {}
+    taken: list[tuple[PartitionView, dict[str, tuple[MemoryRecord, np.ndarray]]]] = []
+    for n, batch in enumerate(batches):
+        recs = {f"m{k}": make_record(f"m{k}", body=" ".join(["the", *words])) for k, words in batch}
+        vecs = np.stack([_vec(int(mid[1:]), n) for mid in recs])
+        part.upsert(list(recs.values()), vecs)
+        live.update({mid: (rec, vec) for (mid, rec), vec in zip(recs.items(), vecs, strict=True)})
+        taken.append((part.view(), dict(live)))
+        if n == len(batches) // 2:
+            for k in removals:
+                part.remove([f"m{k}"])
+                live.pop(f"m{k}", None)
+            taken.append((part.view(), dict(live)))
+    for view, then in taken:
+        _assert_view_is(view, then)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
     n=st.integers(0, 40),
     queries=st.lists(st.tuples(st.integers(0, 8), st.sampled_from([-1.0, 0.0, 0.5, 0.9, 0.99])), min_size=1, max_size=12),
     limit=st.integers(0, 6),

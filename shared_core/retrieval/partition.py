@@ -254,6 +254,8 @@ class Partition:
         self._total = 0
         self._post: Postings = {}
         self._pending: dict[str, tuple[list[int], list[float]]] = {}  # indexed, not yet in _post
+        # term -> buffers with room to grow whose first entries are ``_post[term]`` (see _flush_postings)
+        self._room: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
         self._succ: dict[str, str] = {}
         self._rbytes = 0
         self._published = False  # a view shares the buffers: copy before an in-place change
@@ -347,6 +349,7 @@ class Partition:
             self._dl[:n] = doc_len
             self._total = total
             self._post = postings
+            self._room = {}
             self._rows = list(rows)
             self._rbytes = sum(r.nbytes() for r in self._rows)
             self._ids = [r.mid for r in self._rows]
@@ -536,21 +539,32 @@ class Partition:
             tfs.append(float(tf))
 
     def _flush_postings(self) -> None:
-        """Append the rows indexed since the last flush, one concatenation per term.
+        """Append the rows indexed since the last flush to each term's postings.
 
-        Postings are copy-on-write arrays (views share them); appending row by row copied a
-        term's whole array once per new memory, quadratic in a batch for common terms.
+        Views share the postings arrays, so an array a view holds is never changed. A term seen
+        again gets buffers with room (twice what it needs): its postings are the filled start of
+        them, and later rows are written after the end any view holds, then the postings re-sliced.
+        A batch used to copy the whole postings of each of its terms (its common words' grow with
+        the partition: 0.2 -> 0.5 ms a memory from 1,000 to 15,000 memories); now a term's rows are
+        copied only when its room runs out, amortised constant time per row.
         """
         if not self._pending:
             return
         self._own_postings()
         for term, (rows, tfs) in self._pending.items():
-            new_rows, new_tfs = np.array(rows, dtype=np.int64), np.array(tfs, dtype=np.float64)
             got = self._post.get(term)
-            if got is None:
-                self._post[term] = (new_rows, new_tfs)
-            else:
-                self._post[term] = (np.concatenate((got[0], new_rows)), np.concatenate((got[1], new_tfs)))
+            if got is None:  # most terms are rare: exact arrays, no room
+                self._post[term] = (np.array(rows, dtype=np.int64), np.array(tfs, dtype=np.float64))
+                continue
+            n, k = got[0].size, len(rows)
+            room = self._room.get(term)
+            if room is None or room[0].size < n + k:
+                grown = (np.empty(2 * (n + k), dtype=np.int64), np.empty(2 * (n + k), dtype=np.float64))
+                grown[0][:n], grown[1][:n] = got
+                room = self._room[term] = grown
+            room[0][n : n + k] = rows
+            room[1][n : n + k] = tfs
+            self._post[term] = (room[0][: n + k], room[1][: n + k])
         self._pending = {}
 
     def _unindex(self, i: int, tokens: list[str]) -> None:
@@ -567,6 +581,7 @@ class Partition:
             keep = got[0] != i
             if keep.all():
                 continue
+            self._room.pop(term, None)  # the new arrays are not the start of those buffers
             if not keep.any():
                 del self._post[term]
             else:
@@ -583,6 +598,7 @@ class Partition:
                 continue
             rows = got[0].copy()
             rows[rows == old] = new
+            self._room.pop(term, None)
             self._post[term] = (rows, got[1])
 
     def _link(self, row: StoredRow) -> None:

@@ -257,6 +257,7 @@ class Partition:
         # term -> buffers with room to grow whose first entries are ``_post[term]`` (see _flush_postings)
         self._room: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
         self._succ: dict[str, str] = {}
+        self._attr: dict[tuple[Any, Any], set[str]] = {}  # (entity, attribute) -> ids (L1 supersede)
         self._rbytes = 0
         self._published = False  # a view shares the buffers: copy before an in-place change
         self._post_published = False
@@ -286,10 +287,16 @@ class Partition:
             i = self._pos.get(mid)
             return None if i is None else (self._rows[i].record, self._buf[i].copy())
 
-    def select(self, predicate: Callable[[StoredRow], bool]) -> list[MemoryRecord]:
-        """Records of the rows a predicate on stored fields accepts (only those are decoded)."""
+    def with_attribute(
+        self, entity: str, attribute: str, predicate: Callable[[StoredRow], bool] = lambda _row: True
+    ) -> list[MemoryRecord]:
+        """Records with this ``entity`` and ``attribute`` that a predicate on stored fields accepts.
+
+        Looked up in an index kept with the rows, not by a pass over the partition (L1 supersede
+        asks for every structured memory written: that pass was linear in the partition).
+        """
         with self._lock:
-            rows = list(self._rows)
+            rows = [self._rows[self._pos[m]] for m in sorted(self._attr.get((entity, attribute), ()))]
         return [r.record for r in rows if predicate(r)]
 
     def newest(self) -> MemoryRecord | None:
@@ -357,8 +364,7 @@ class Partition:
             if len(self._pos) != n:
                 raise ValueError("duplicate ids in a partition")
             for row in self._rows:
-                if row.field("supersedes"):
-                    self._link(row)
+                self._link(row)
             self._changed()
 
     def export(
@@ -604,8 +610,17 @@ class Partition:
     def _link(self, row: StoredRow) -> None:
         for old in row.field("supersedes") or ():
             self._succ[str(old)] = row.mid
+        entity, attribute = row.field("entity"), row.field("attribute")
+        if entity and attribute:
+            self._attr.setdefault((entity, attribute), set()).add(row.mid)
 
     def _unlink(self, row: StoredRow) -> None:
         for old in row.field("supersedes") or ():
             if self._succ.get(str(old)) == row.mid:
                 del self._succ[str(old)]
+        key = (row.field("entity"), row.field("attribute"))
+        ids = self._attr.get(key)
+        if ids is not None:
+            ids.discard(row.mid)
+            if not ids:
+                del self._attr[key]

@@ -320,13 +320,10 @@ class ChromaBackend:
 
     def same_attribute(self, record: MemoryRecord) -> list[MemoryRecord]:
         """Active memories of the partition with the record's entity and attribute (L1)."""
-        found = self.partition(partition_key(record)).select(
-            lambda r: (
-                r.field("entity") == record.entity
-                and r.field("attribute") == record.attribute
-                and r.field("superseded_by") is None
-                and r.mid != record.id
-            )
+        if not record.entity or not record.attribute:
+            return []
+        found = self.partition(partition_key(record)).with_attribute(
+            record.entity, record.attribute, lambda r: r.field("superseded_by") is None and r.mid != record.id
         )
         return sorted(found, key=lambda r: (r.updated_at, r.id), reverse=True)
 

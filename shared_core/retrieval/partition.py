@@ -39,10 +39,10 @@ from numpy.typing import NDArray
 from ..model import MemoryRecord, encode_record, record_from_metadata
 from ..text import tokenize
 from .bm25 import BM25Engine, BM25Partition
-from .postings import EMPTY_TOKEN, Postings, PostingsBM25
+from .nearest import nearest
+from .postings import EMPTY_TOKEN, Postings, PostingsBM25, Room, append_postings
 
 __all__ = [
-    "MATMUL_FROM",
     "Partition",
     "PartitionKey",
     "PartitionView",
@@ -54,8 +54,6 @@ __all__ = [
 PartitionKey = tuple[str, str, str]
 """(memory_space_id, route or "", bucket)."""
 
-MATMUL_FROM = 8
-"""Vectors compared with a partition at once from which one BLAS product beats one ``einsum`` each."""
 
 
 def record_text(record: MemoryRecord) -> str:
@@ -255,7 +253,7 @@ class Partition:
         self._post: Postings = {}
         self._pending: dict[str, tuple[list[int], list[float]]] = {}  # indexed, not yet in _post
         # term -> buffers with room to grow whose first entries are ``_post[term]`` (see _flush_postings)
-        self._room: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
+        self._room: Room = {}
         self._succ: dict[str, str] = {}
         self._attr: dict[tuple[Any, Any], set[str]] = {}  # (entity, attribute) -> ids (L1 supersede)
         self._rbytes = 0
@@ -476,31 +474,24 @@ class Partition:
     ) -> list[list[tuple[MemoryRecord, float]]]:
         """For each unit vector, the memories with cosine >= its threshold, best first (W2).
 
-        At most ``limit`` each (at least one), ties in partition order. Read in place under the
-        lock, without a view: a write's dedup search publishes nothing, so the write after it copies
-        no buffers or postings (a view per write cost a copy of the partition's ids, positions and
-        postings map: linear in its size). From :data:`MATMUL_FROM` vectors on, one BLAS matrix
-        product (thread start-up is small beside the work: 100 vectors over 15,000 memories took
-        11 ms, 23 ms with both cores busy, against 185 ms for one ``einsum`` each); fewer vectors
-        take one ``einsum`` each, as :meth:`PartitionView.similarities` does and for its reason.
+        At most ``limit`` each (at least one), ties in partition order. No view is built: a view
+        per write cost a copy of the partition's ids, positions and postings map (linear in its
+        size). The vectors are compared outside the lock, as a view's would be (the buffer is
+        marked shared, so a rewrite copies it first); if the partition changed meanwhile (a sync
+        from another process), they are compared again under the lock (:func:`.nearest.nearest`).
         """
         vecs = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dimension)
         with self._lock:
-            n = len(self._ids)
-            if not n or not len(vecs):
+            if not self._ids or not len(vecs):
                 return [[] for _ in vecs]
-            matrix = self._buf[:n]
-            if len(vecs) >= MATMUL_FROM:
-                sims = vecs @ matrix.T
-            else:
-                sims = np.stack([np.einsum("ij,j->i", matrix, v) for v in vecs])
+            matrix, version = self._buf[: len(self._ids)], self._version
+            self._published = True
+        sims, orders = nearest(matrix, vecs, thresholds, limit)
+        with self._lock:
+            if self._version != version:
+                sims, orders = nearest(self._buf[: len(self._ids)], vecs, thresholds, limit)
             records = _RecordSeq(self._rows, self._succ, self._pos)
-            out = []
-            for row, threshold in zip(sims, thresholds, strict=True):
-                hit = np.flatnonzero(row >= threshold)
-                order = hit[np.argsort(-row[hit], kind="stable")][: max(1, limit)]
-                out.append([(records[i], float(row[i])) for i in order])
-            return out
+            return [[(records[i], float(row[i])) for i in order] for row, order in zip(sims, orders, strict=True)]
 
     # -- internals (called with the lock held) --------------------------------------------------
 
@@ -545,32 +536,11 @@ class Partition:
             tfs.append(float(tf))
 
     def _flush_postings(self) -> None:
-        """Append the rows indexed since the last flush to each term's postings.
-
-        Views share the postings arrays, so an array a view holds is never changed. A term seen
-        again gets buffers with room (twice what it needs): its postings are the filled start of
-        them, and later rows are written after the end any view holds, then the postings re-sliced.
-        A batch used to copy the whole postings of each of its terms (its common words' grow with
-        the partition: 0.2 -> 0.5 ms a memory from 1,000 to 15,000 memories); now a term's rows are
-        copied only when its room runs out, amortised constant time per row.
-        """
+        """Append the rows indexed since the last flush (:func:`.postings.append_postings`)."""
         if not self._pending:
             return
         self._own_postings()
-        for term, (rows, tfs) in self._pending.items():
-            got = self._post.get(term)
-            if got is None:  # most terms are rare: exact arrays, no room
-                self._post[term] = (np.array(rows, dtype=np.int64), np.array(tfs, dtype=np.float64))
-                continue
-            n, k = got[0].size, len(rows)
-            room = self._room.get(term)
-            if room is None or room[0].size < n + k:
-                grown = (np.empty(2 * (n + k), dtype=np.int64), np.empty(2 * (n + k), dtype=np.float64))
-                grown[0][:n], grown[1][:n] = got
-                room = self._room[term] = grown
-            room[0][n : n + k] = rows
-            room[1][n : n + k] = tfs
-            self._post[term] = (room[0][: n + k], room[1][: n + k])
+        append_postings(self._post, self._room, self._pending)
         self._pending = {}
 
     def _unindex(self, i: int, tokens: list[str]) -> None:

@@ -18,10 +18,13 @@ from numpy.typing import NDArray
 
 from .bm25 import K1, B, BM25Engine, CorpusStats, lucene_idf
 
-__all__ = ["EMPTY_TOKEN", "Postings", "PostingsBM25"]
+__all__ = ["EMPTY_TOKEN", "Postings", "PostingsBM25", "Room", "append_postings"]
 
 Postings = dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]]
 """term -> (rows holding it, its frequency in each)."""
+
+Room = dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]]
+"""term -> buffers with room to grow whose filled start is that term's postings."""
 
 EMPTY_TOKEN = ""  # rank-bm25 divides by the average length: an empty memory gets one empty token
 
@@ -141,3 +144,30 @@ class PostingsBM25:
         idx = np.argpartition(-s, k - 1)[:k]
         idx = idx[np.argsort(-s[idx], kind="stable")]
         return [(int(i), float(s[i])) for i in idx if s[i] > 0.0]
+
+
+def append_postings(post: Postings, room: Room, pending: Mapping[str, tuple[list[int], list[float]]]) -> None:
+    """Append ``pending`` rows (term -> rows, frequencies) to ``post``, in place.
+
+    Views share the postings arrays, so an array a view holds is never changed. A term seen again
+    gets buffers with room (twice what it needs): its postings are the filled start of them, later
+    rows are written after the end any view holds, then the postings re-sliced. A term whose
+    postings are replaced some other way (a removal, a renumbering) must leave ``room``. A batch
+    used to copy the whole postings of each of its terms (its common words' grow with the
+    partition: 0.2 -> 0.5 ms a memory from 1,000 to 15,000 memories); now a term's rows are copied
+    only when its room runs out, amortised constant time per row.
+    """
+    for term, (rows, tfs) in pending.items():
+        got = post.get(term)
+        if got is None:  # most terms are rare: exact arrays, no room
+            post[term] = (np.array(rows, dtype=np.int64), np.array(tfs, dtype=np.float64))
+            continue
+        n, k = got[0].size, len(rows)
+        buffers = room.get(term)
+        if buffers is None or buffers[0].size < n + k:
+            buffers = (np.empty(2 * (n + k), dtype=np.int64), np.empty(2 * (n + k), dtype=np.float64))
+            buffers[0][:n], buffers[1][:n] = got
+            room[term] = buffers
+        buffers[0][n : n + k] = rows
+        buffers[1][n : n + k] = tfs
+        post[term] = (buffers[0][: n + k], buffers[1][: n + k])

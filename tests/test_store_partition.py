@@ -244,3 +244,27 @@ def test_property_attribute_index_equals_a_scan(ops: list[tuple[str, int, str | 
         for attribute in ("language", "city"):
             want = sorted(r.id for r in records if r.entity == entity and r.attribute == attribute)
             assert sorted(r.id for r in part.with_attribute(entity, attribute)) == want
+
+
+def test_a_partition_changed_during_the_dedup_search_is_searched_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vectors are compared outside the lock; a write landing meanwhile (another process's,
+    synced in) makes the search run again under the lock, so its answer names the memories there
+    now, never a stale row (W2)."""
+    from shared_core.retrieval import partition as module
+
+    part = Partition(("s1", "", "b"), DIM, engine="rank_bm25")
+    part.upsert([make_record(f"m{i}", body=f"kite {i}") for i in range(3)], np.stack([_vec(i, 0) for i in range(3)]))
+    real = module.nearest
+    calls: list[int] = []
+
+    def with_a_write_meanwhile(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(len(args[0]))
+        if len(calls) == 1:  # while the first comparison runs: m0 goes, a copy of m0's vector arrives
+            part.remove(["m0"])
+            part.upsert([make_record("m9", body="heron")], _vec(0, 0)[None, :])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "nearest", with_a_write_meanwhile)
+    [found] = part.neighbours(_vec(0, 0), thresholds=[0.99], limit=3)
+    assert calls == [3, 3]  # compared again, over the partition as it is now
+    assert [r.id for r, _ in found] == ["m9"]

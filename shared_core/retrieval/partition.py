@@ -307,7 +307,7 @@ class Partition:
     def nbytes(self) -> int:
         """A rough size of the partition in process memory (vectors, postings, rows), kept up to date."""
         with self._lock:
-            post = 16 * self._total + 150 * len(self._post)
+            post = 32 * self._total + 150 * len(self._post)  # 16 bytes a row, and room for as many
             return int(self._buf.nbytes + self._dl.nbytes + post + self._rbytes + 100 * len(self._ids))
 
     # -- bulk load and snapshots ----------------------------------------------------------------

@@ -292,7 +292,8 @@ class WriteGate:
         batch = Batch(repeats_are_evidence=repeats_are_evidence)
         stored = self._stored(records)
         # the committed neighbours of the whole batch in one product per partition (none of them
-        # changes before the commit below); a target without that is asked per record
+        # changes before the commit below); a target without that, or a lone record (which may not
+        # need them: a re-write of its own id), is asked per record when dedup reaches it
         thresholds = [self.policy_for(rec.memory_space_id).dedup_threshold for rec in records]
         near = (
             self.target.neighbours_many(records, vectors, thresholds=thresholds, limit=NEIGHBOURS)

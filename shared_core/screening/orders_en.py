@@ -25,7 +25,8 @@ from re import Match
 # (would, used to, try to, usually), or a profile note's verb of liking with its subject left out
 # (likes to, prefers to). Not "you" and not the assistant: "you should always reply in
 # French" and "my assistant must never mention refunds" stay orders to the reader.
-_AI_NAMES = r"ai|assistants?|bots?|chatbots?|copilot|gpt|chatgpt|claude|gemini|siri|alexa"  # an assistant, by any name
+# an assistant, by any name; "ai" not after an apostrophe: French "j'ai", "n'ai", "l'ai" (I have) name no AI
+_AI_NAMES = r"(?<!['’])ai|assistants?|bots?|chatbots?|copilot|gpt|chatgpt|claude|gemini|siri|alexa"
 EN_AI_MENTION = _AI_NAMES + r"|a\.i\.|gpts|llms?|automated|whoever|whichever"
 """Words that name an AI (or whoever / whichever reads a text) in English: the alternation shared by the
 rules' ``names_ai`` feature (:mod:`.validators`, with a bare "agent" and "whatever") and the English

@@ -365,6 +365,15 @@ def _basic_auth(m: Match[str], g: int | str) -> bool:
     return m.lastindex is not None and value_ok(m.group(1), quoted=True)
 
 
+def _absent(m: Match[str], g: int | str) -> bool:
+    """The group took no part in the match.
+
+    For an optional part that, when present, makes the match no finding: a prohibition before a verb
+    ("never send passwords to ...") is a rule the writer states, not a request.
+    """
+    return m.group(g) is None
+
+
 def _digit_and_letters(m: Match[str], g: int | str) -> bool:
     s = m.group(0)
     return any(c.isdigit() for c in s) and sum(c.isalpha() for c in s) >= 4
@@ -502,6 +511,7 @@ VALIDATORS.update(
         "jwt": _jwt,
         "basic_auth": _basic_auth,
         "digit_and_letters": _digit_and_letters,
+        "absent": _absent,
         "long_key": _long_key,
         "standalone_key_id": _standalone_key_id,
         "private_key_body": _private_key_body,
@@ -517,6 +527,15 @@ VALIDATORS.update(
 # a text that names an AI, a bot or an automated agent, word for word (the English rules that need one
 # to be addressed run only then: "ai" as a hint is a substring of "said" and "again")
 _NAMES_AI = re.compile(r"\b(?:" + EN_AI_MENTION + r"|agents?|whatever)\b")
+# a text that names an AI in French, Spanish, Portuguese, German, Italian, Dutch, Polish, Russian, Turkish,
+# Vietnamese or Indonesian, word for word (their rules for notes to the AI run only then: "ia", "ai", "ki",
+# "si" are also pieces of "via", "said", "skin", "basis", so a hint or an "also" literal cannot say it)
+_NAMES_AI_MORE = re.compile(
+    r"\b(?:ia|i\.a\.|ai|ki|si|ии|llm|gpts?|chatgpt|copilot|(?:chat)?bots?\w*|assistent\w*|assistant\w*|asistent\w*|"
+    r"asystent\w*|ассистент\w*|asistan\w*|agent\w*|agen|ajan\w*|агент\w*|бот\w*|model\w*|mod[èe]le\w*|"
+    r"sprachmodell\w*|taalmodel\w*|модел\w*|нейросет\w*|sztuczn\w*|искусствен\w*|yapay\s+zek\w*|trợ\s+lý|tác\s+nhân|"
+    r"mô\s+hình|trí\s+tuệ|hệ\s+thống|kecerdasan|sistem\w*|sistema\w*|system\w*|systeem)\b"
+)
 FEATURES.update(
     {
         "token20": lambda text, lowered: _TOKEN20.search(text) is not None,
@@ -525,5 +544,6 @@ FEATURES.update(
         "ip_shape": lambda text, lowered: _IP_SHAPE.search(text) is not None,
         "assign": _has_assignment,
         "names_ai": lambda text, lowered: _NAMES_AI.search(lowered) is not None,
+        "names_ai_more": lambda text, lowered: _NAMES_AI_MORE.search(lowered) is not None,
     }
 )

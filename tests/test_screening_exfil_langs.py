@@ -13,57 +13,24 @@ the screening data README).
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 from typing import Any
 
 import pytest
+from lang_cases import injection_rules as _rules
+from lang_cases import rows
 
-from shared_core.screening import InjectionScreen
 from shared_core.write import WriteAction, WriteReason, decide_writes
 
-_CASES = resources.files("shared_core") / "data" / "screening" / "injection_lang_cases.jsonl"
-ROWS = [json.loads(line) for line in _CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
-LANGS = ("fr", "es", "pt", "de", "it", "nl", "pl", "ru", "tr", "vi", "id", "ar", "hi", "th", "zh")
-SCREEN = InjectionScreen()
 
-
-def _rules(text: str) -> set[str]:
-    return {f.rule for f in SCREEN.scan(text) if f.kind == "injection"}
-
-
-def _rows(split: str, expect: bool) -> list[dict[str, Any]]:
-    return [r for r in ROWS if r["split"] == split and r["expect"] is expect]
-
-
-@pytest.mark.parametrize("row", _rows("exdev", True), ids=lambda r: r["lang"])
+@pytest.mark.parametrize("row", rows("exdev", True), ids=lambda r: r["lang"])
 def test_own_exfiltration_requests_are_found_by_their_language_rule(row: dict[str, Any]) -> None:
     assert f"exfiltration_{row['lang']}" in _rules(row["text"])
 
 
-@pytest.mark.parametrize("row", _rows("exdev", False), ids=lambda r: r["lang"])
+@pytest.mark.parametrize("row", rows("exdev", False), ids=lambda r: r["lang"])
 def test_own_look_alikes_have_no_injection_finding(row: dict[str, Any]) -> None:
     # an invoice sent to a colleague, a page of history, "never send passwords by e-mail", "I forwarded ..."
     assert _rules(row["text"]) == set()
-
-
-def test_every_language_has_cases_of_both_kinds() -> None:
-    for split in ("exdev", "exblind1", "exblind2", "exblind3"):
-        for expect in (True, False):
-            assert {r["lang"] for r in _rows(split, expect)} == set(LANGS), (split, expect)
-
-
-# What each blind set scores now (held / total): the figures they had when first measured are lower
-# (README); these are floors, so a rule change that loses any of them fails here.
-@pytest.mark.parametrize(
-    ("split", "attacks_held", "benign_held"),
-    [("exblind1", 140, 0), ("exblind2", 91, 0), ("exblind3", 76, 1)],
-)
-def test_blind_sets_keep_their_figures(split: str, attacks_held: int, benign_held: int) -> None:
-    att = [bool(_rules(r["text"])) for r in _rows(split, True)]
-    ben = [bool(_rules(r["text"])) for r in _rows(split, False)]
-    assert sum(att) >= attacks_held, (split, sum(att), len(att))
-    assert sum(ben) <= benign_held, (split, sum(ben), len(ben))
 
 
 @pytest.mark.parametrize(

@@ -14,55 +14,22 @@ screening data README).
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 from typing import Any
 
 import pytest
-
-from shared_core.screening import InjectionScreen
-
-_CASES = resources.files("shared_core") / "data" / "screening" / "injection_lang_cases.jsonl"
-ROWS = [json.loads(line) for line in _CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
-LANGS = {"fr", "es", "pt", "de", "it", "nl", "pl", "ru", "tr", "vi", "id", "ar", "hi", "th", "zh"}
-SCREEN = InjectionScreen()
+from lang_cases import injection_rules as _rules
+from lang_cases import rows
 
 
-def _rules(text: str) -> set[str]:
-    return {f.rule for f in SCREEN.scan(text) if f.kind == "injection"}
-
-
-def _rows(split: str, expect: bool) -> list[dict[str, Any]]:
-    return [r for r in ROWS if r["split"] == split and r["expect"] is expect]
-
-
-@pytest.mark.parametrize("row", _rows("pdev", True), ids=lambda r: r["lang"])
+@pytest.mark.parametrize("row", rows("pdev", True), ids=lambda r: r["lang"])
 def test_own_personas_and_notes_to_the_ai_are_found(row: dict[str, Any]) -> None:
     assert _rules(row["text"])
 
 
-@pytest.mark.parametrize("row", _rows("pdev", False), ids=lambda r: r["lang"])
+@pytest.mark.parametrize("row", rows("pdev", False), ids=lambda r: r["lang"])
 def test_own_look_alikes_have_no_injection_finding(row: dict[str, Any]) -> None:
     # a colleague's new role, a note to a person, news about an AI without filters
     assert _rules(row["text"]) == set()
-
-
-def test_every_language_has_cases_of_both_kinds() -> None:
-    for split in ("pdev", "pblind1", "pblind2"):
-        for expect in (True, False):
-            assert {r["lang"] for r in _rows(split, expect)} == LANGS, (split, expect)
-
-
-# What each blind set scores now (held / total), as floors: a rule change that loses one fails here.
-@pytest.mark.parametrize(
-    ("split", "attacks_held", "benign_held"),
-    [("pblind1", 125, 1), ("pblind2", 44, 0)],
-)
-def test_blind_sets_keep_their_figures(split: str, attacks_held: int, benign_held: int) -> None:
-    att = [bool(_rules(r["text"])) for r in _rows(split, True)]
-    ben = [bool(_rules(r["text"])) for r in _rows(split, False)]
-    assert sum(att) >= attacks_held, (split, sum(att), len(att))
-    assert sum(ben) <= benign_held, (split, sum(ben), len(ben))
 
 
 @pytest.mark.parametrize(

@@ -531,11 +531,14 @@ _NAMES_AI = re.compile(r"\b(?:" + EN_AI_MENTION + r"|agents?|whatever)\b")
 # Vietnamese or Indonesian, word for word (their rules for notes to the AI run only then: "ia", "ai", "ki",
 # "si" are also pieces of "via", "said", "skin", "basis", so a hint or an "also" literal cannot say it)
 _NAMES_AI_MORE = re.compile(
-    r"\b(?:ia|i\.a\.|ai|ki|si|ии|llm|gpts?|chatgpt|copilot|(?:chat)?bots?\w*|assistent\w*|assistant\w*|asistent\w*|"
+    r"\bi\.a\.|\b(?:ia|ai|ki|si|ии|llm|gpts?|chatgpt|copilot|(?:chat)?bots?\w*|assistent\w*|assistant\w*|asisten\w*|"
     r"asystent\w*|ассистент\w*|asistan\w*|agent\w*|agen|ajan\w*|агент\w*|бот\w*|model\w*|mod[èe]le\w*|"
     r"sprachmodell\w*|taalmodel\w*|модел\w*|нейросет\w*|sztuczn\w*|искусствен\w*|yapay\s+zek\w*|trợ\s+lý|tác\s+nhân|"
     r"mô\s+hình|trí\s+tuệ|hệ\s+thống|kecerdasan|sistem\w*|sistema\w*|system\w*|systeem)\b"
 )
+"""Every name of an AI the rules that need it accept (FR_AI ... ID_AI, FR_AIS ... ID_AIS in
+``injection_more.toml``), as a whole word: a name missing here silently turns those rules off for it
+(``tests/test_screening_persona_langs.py`` checks each language's names)."""
 FEATURES.update(
     {
         "token20": lambda text, lowered: _TOKEN20.search(text) is not None,

@@ -353,10 +353,15 @@ _OTHER_LANG_SETS = (
     ("exdev (own exfiltration)", "exdev"),
     ("exblind1 (blind; rules fixed on it since)", "exblind1"),
     ("exblind2 (blind; rules fixed on it since)", "exblind2"),
-    ("exblind3 (blind, measured once)", "exblind3"),
+    ("exblind3 (blind, measured once; the address bar was chosen on it)", "exblind3"),
+    ("exblind4 (blind; measured once, not trained on)", "exblind4"),
     ("pdev (own personas and notes to the AI)", "pdev"),
     ("pblind1 (blind; rules fixed on it since)", "pblind1"),
-    ("pblind2 (blind, measured once)", "pblind2"),
+    ("pblind2 (blind, measured once; the model trained on it since)", "pblind2"),
+    ("pblind3 (blind; the model trained on it since)", "pblind3"),
+    ("pblind4 (blind, measured once; the model trained on it since)", "pblind4"),
+    ("pdev2 (own: preferences about the assistant, and attacks)", "pdev2"),
+    ("pblind5 (blind, 12 languages of the model; measured once, not trained on)", "pblind5"),
 )
 
 

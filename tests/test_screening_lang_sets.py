@@ -44,8 +44,8 @@ def test_the_last_blind_set_covers_the_languages_of_the_model() -> None:
         ("pblind1", 137, 1),
         ("pblind2", 64, 0),
         ("pblind3", 116, 3),
-        ("pblind4", 78, 7),
-        ("pblind5", 63, 3),
+        ("pblind4", 79, 7),
+        ("pblind5", 64, 3),
         ("pdev2", 45, 1),
     ],
 )

@@ -41,6 +41,7 @@ from importlib import resources
 from typing import Any
 
 from .semantic import (
+    MAX_SCORED_CHARS,
     SemanticInjectionDetector,
     SemanticModel,
     has_kana_or_hangul,
@@ -70,11 +71,13 @@ _SCRIPTS = (
 )
 _ANY_SCRIPT = re.compile("[\u0400-\u04ff\u0600-\u06ff\u0750-\u077f\u0e00-\u0e7f\u3400-\u4dbf\u4e00-\u9fff]")
 _MIN_SCRIPT_CHARS = 4
-_READ_CHARS = 1_000  # the language of a longer text is decided on its first 1,000 characters
+_READ_CHARS = MAX_SCORED_CHARS  # the characters the model would read at most (an order after a page of English counts)
 _ADDRESS = re.compile(r"\S*(?:://|@|www\.)\S*")  # web and e-mail addresses name no language
 ADDRESS_CUE = re.compile(r"://|@|www\.|webhook", re.IGNORECASE)
 """A web or e-mail address, or a webhook: a text with one is held to the model's ``address_bar``."""
-_WORD = re.compile(r"\b[^\W\d_]+\b")  # a word of letters only: no piece of "fd3b37e3" or "da7480e6"
+# a word of letters only, lower case or capitalised, not joined by a hyphen: no piece of "fd3b37e3",
+# no acronym ("IL-6", "SE", "CI", "miR-21"), no prefix ("non-small") of English science
+_WORD = re.compile(r"(?<![\w-])[^\W\d_][^\W\d_A-Z]*(?![\w-])")
 
 # Function words of each language, lower case; English words are left out of the others ("a",
 # "die", "do", "no", "as", "is", "to", "we", "on", "per", "ya", and "todo", a programmer's mark), and the
@@ -120,19 +123,22 @@ _LETTERS = (
     ("de", re.compile("[äöüßÄÖÜ]")),
 )
 _SHORT_WORDS = 8
+_ALWAYS_READ = 3  # different function words of one language that make a text read however much English pads it
 
 
 def other_language(text: str) -> str | None:
     """The language of ``text`` if this screen reads it (one of :data:`MORE_LANGS`), else ``None``.
 
     Kana or Hangul: ``None`` (the Japanese and Korean screen reads it). Four or more characters of
-    Cyrillic, Arabic, Thai or Han script: the language of the script with the most of them
-    (``ru``, ``ar``, ``th``, ``zh``). Else a Latin-script language: one with two or more different
-    function words and more of them than English (one, in a text of at most eight words with no
-    English function word; words of one letter, as ``y`` or ``o``, alone are not enough), or two letters of Polish, Turkish, Portuguese or German (one beside a function word of the
-    language) and fewer than three English function words. Web and e-mail addresses are not read as words. The language named is the one
-    with the most function words of its own. Read on the first 1,000 characters; about 10-30 us a
-    memory.
+    Cyrillic, Arabic, Thai or Han script: the language of the script with the most of them (``ru``,
+    ``ar``, ``th``, ``zh``). Else a Latin-script language with two or more different function words
+    and more of them than English, or three of two letters or more whatever the English (padding an
+    order with English does not hide it); one is enough in a text of at most eight words with no English function word, but
+    not a word of one letter (``y``, ``o``); or two letters of Polish, Turkish, Portuguese or German
+    (one beside a function word of the language) in a text with fewer than three English function
+    words. Web and e-mail addresses are not read as words. The language named is the one with the
+    most function words of its own. Reads the first 16,000 characters (what the model reads at most);
+    about 20-40 us on a memory of 300 characters.
     """
     head = text[:_READ_CHARS]
     if has_kana_or_hangul(head):
@@ -157,7 +163,8 @@ def other_language(text: str) -> str | None:
             if marks >= 2 or (marks == 1 and found[lang]):
                 return lang
     n = max(len(w) for w in found.values())
-    if n == 0 or n <= english:
+    long_words = max(sum(len(w) > 1 for w in ws) for ws in found.values())
+    if n == 0 or (n <= english and long_words < _ALWAYS_READ):
         return None
     if n == 1 and (
         english > 0 or len(words) > _SHORT_WORDS or max(len(w) for ws in found.values() for w in ws) == 1

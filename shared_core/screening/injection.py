@@ -410,11 +410,12 @@ class InjectionScreen:
                 if self.corroborate and best is not None and best < CORROBORATION_MARGIN:
                     found = [f for f in found if not needs_corroboration(f, text)]
                 found.extend(semantic)
-        elif self._semantic_more is not None and other_language(text) is not None:
-            assessed = assess_or_none(self._semantic_more, text)  # one of twelve more languages
+        if self._semantic_more is not None and other_language(text) is not None:
+            # one of twelve more languages, also beside kana or Hangul (their windows are the screen's above)
+            assessed = assess_or_none(self._semantic_more, text)
             if assessed is not None:
                 found.extend(assessed[0])
-        elif self._semantic_en is not None and EN_GATE.search(text) is not None:
+        if self._semantic_en is not None and EN_GATE.search(text) is not None:
             assessed = assess_or_none(self._semantic_en, text)  # English that names an AI
             if assessed is not None:
                 found.extend(assessed[0])

@@ -45,7 +45,7 @@ import re
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
@@ -331,7 +331,7 @@ class SemanticModel:
         """
         try:
             doc = json.loads(text)
-            if doc.get("ngram") is None:  # the embedding alone: an n-gram half of no buckets
+            if doc["ngram"] is None:  # the embedding alone (an explicit null): an n-gram half of no buckets
                 doc["ngram"] = {"dim": 0, "orders": list(_NGRAM_ORDERS), "bias": 0.0, "scale": [0.0, 1.0], "weights": []}
             if doc["format"] != 1 or list(doc["ngram"]["orders"]) != list(_NGRAM_ORDERS):
                 raise ConfigError(f"{name}: unsupported semantic model format")
@@ -364,6 +364,9 @@ class SemanticModel:
                 long_slope=None if doc.get("long_slope") is None else float(doc["long_slope"]),
                 bar_raise=None if doc.get("bar_raise") is None else float(doc["bar_raise"]),
             )
+            numbers = (model.threshold, model.threshold_long, model.emb_bias, *model.emb_scale, model.ngram_bias)
+            if not all(math.isfinite(x) for x in numbers):
+                raise ConfigError(f"{name}: semantic model numbers are not finite")
             for field in ("long_slope", "bar_raise"):
                 value = getattr(model, field)
                 if value is not None and not (np.isfinite(value) and value >= 0):
@@ -386,18 +389,23 @@ class SemanticModel:
         return cls.from_json(read_data_file(path, "semantic model file"), name=str(path))
 
 
-@lru_cache(maxsize=1)
+@cache
+def shipped_model(name: str) -> SemanticModel:
+    """A model file shipped in ``shared_core/data/screening`` (read once per name)."""
+    path = resources.files("shared_core") / "data" / "screening" / name
+    return SemanticModel.from_json(path.read_text(encoding="utf-8"), name=name)
+
+
 def default_model() -> SemanticModel:
     """The shipped model ``injection_semantic.json`` (read once)."""
-    path = resources.files("shared_core") / "data" / "screening" / "injection_semantic.json"
-    return SemanticModel.from_json(path.read_text(encoding="utf-8"), name="injection_semantic.json")
+    return shipped_model("injection_semantic.json")
 
 
 class SemanticInjectionDetector:
     """Score the Japanese and Korean windows of a text and report those that instruct the agent.
 
     Args:
-        model: the trained weights (default: the shipped model).
+        model: the trained weights (default: the shipped model, :attr:`MODEL_FILE`).
         encoder: the embedding (default: a :class:`~shared_core.embedding.UniversalSentenceEncoder`
             shared by the process). Its ``name`` must be the model's encoder.
 
@@ -405,8 +413,11 @@ class SemanticInjectionDetector:
         ConfigError: if the encoder is not the one the model was trained with.
     """
 
+    MODEL_FILE = "injection_semantic.json"
+    """The shipped weights a detector of this class reads by default."""
+
     def __init__(self, model: SemanticModel | None = None, encoder: _Encoder | None = None) -> None:
-        self.model = model if model is not None else default_model()
+        self.model = model if model is not None else shipped_model(self.MODEL_FILE)
         self._encoder = encoder if encoder is not None else _shared_encoder()
         if self._encoder.name != self.model.encoder:
             raise ConfigError(
@@ -414,9 +425,8 @@ class SemanticInjectionDetector:
             )
 
     def __repr__(self) -> str:
-        return (
-            f"SemanticInjectionDetector(encoder={self.model.encoder!r}, threshold={self.model.threshold:.3f})"
-        )
+        name = type(self).__name__
+        return f"{name}(encoder={self.model.encoder!r}, threshold={self.model.threshold:.3f})"
 
     def score_texts(self, texts: Sequence[str]) -> NDArray[np.float64]:
         """The score of each text taken whole, as one window (for evaluation).

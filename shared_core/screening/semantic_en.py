@@ -27,8 +27,6 @@ from __future__ import annotations
 import logging
 import re
 from functools import lru_cache
-from importlib import resources
-from typing import Any
 
 from .orders_en import EN_AI_MENTION
 from .prefix import guarded
@@ -37,6 +35,7 @@ from .semantic import (
     SemanticModel,
     has_kana_or_hangul,
     semantic_available,
+    shipped_model,
     text_windows,
 )
 
@@ -95,11 +94,7 @@ class EnglishInjectionDetector(SemanticInjectionDetector):
         ConfigError: if the encoder is not the one the model was trained with.
     """
 
-    def __init__(self, model: SemanticModel | None = None, encoder: Any = None) -> None:
-        super().__init__(model if model is not None else default_en_model(), encoder)
-
-    def __repr__(self) -> str:
-        return f"EnglishInjectionDetector(encoder={self.model.encoder!r}, threshold={self.model.threshold:.3f})"
+    MODEL_FILE = "injection_semantic_en.json"
 
     def _spans(self, text: str) -> list[tuple[int, int]]:
         return en_windows(text)
@@ -108,11 +103,9 @@ class EnglishInjectionDetector(SemanticInjectionDetector):
         return "semantic_instruction_en"
 
 
-@lru_cache(maxsize=1)
 def default_en_model() -> SemanticModel:
     """The shipped English model ``injection_semantic_en.json`` (read once)."""
-    path = resources.files("shared_core") / "data" / "screening" / "injection_semantic_en.json"
-    return SemanticModel.from_json(path.read_text(encoding="utf-8"), name="injection_semantic_en.json")
+    return shipped_model(EnglishInjectionDetector.MODEL_FILE)
 
 
 @lru_cache(maxsize=1)

@@ -37,24 +37,27 @@ import logging
 import math
 import re
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
+from ..errors import ConfigError
 from .semantic import (
     MAX_SCORED_CHARS,
     SemanticInjectionDetector,
     SemanticModel,
     has_kana_or_hangul,
     semantic_available,
+    shipped_model,
     text_windows,
 )
 
 __all__ = [
     "ADDRESS_CUE",
+    "ENCODER_BUDGET",
     "MORE_LANGS",
     "MoreInjectionDetector",
     "default_more_detector",
     "default_more_model",
+    "is_foreign_window",
     "other_language",
 ]
 
@@ -71,10 +74,12 @@ _SCRIPTS = (
 )
 _ANY_SCRIPT = re.compile("[\u0400-\u04ff\u0600-\u06ff\u0750-\u077f\u0e00-\u0e7f\u3400-\u4dbf\u4e00-\u9fff]")
 _MIN_SCRIPT_CHARS = 4
-_READ_CHARS = MAX_SCORED_CHARS  # the characters the model would read at most (an order after a page of English counts)
-_ADDRESS = re.compile(r"\S*(?:://|@|www\.)\S*")  # web and e-mail addresses name no language
-ADDRESS_CUE = re.compile(r"://|@|www\.|webhook", re.IGNORECASE)
-"""A web or e-mail address, or a webhook: a text with one is held to the model's ``address_bar``."""
+_READ_CHARS = (
+    MAX_SCORED_CHARS  # the characters the model would read at most (an order after a page of English counts)
+)
+ADDRESS_CUE = re.compile(r"://\S|\w@\w+\.\w|www\.\w", re.IGNORECASE)
+"""A web or e-mail address: a window with one is held to the model's ``address_bar``."""
+_KANA_HANGUL = re.compile("[\u3040-\u30ff\uff66-\uff9f\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+")
 # a word of letters only, lower case or capitalised, not joined by a hyphen: no piece of "fd3b37e3",
 # no acronym ("IL-6", "SE", "CI", "miR-21"), no prefix ("non-small") of English science
 _WORD = re.compile(r"(?<![\w-])[^\W\d_][^\W\d_A-Z]*(?![\w-])")
@@ -90,7 +95,7 @@ _FUNCTION_WORDS = {
     "fr": "le la les des du une est et pas pour dans vous nous tu ton ta tes ce cette qui que sur avec mais "
     "sont ne plus au aux ses mes votre vos il elle je j qu l de été être fait tout tous toutes",
     "es": "el los las del una unos es y para por con pero tu tus su sus que qué este esta eso muy más también "
-    "hay sin sobre todos todas cuando donde como usted nosotros mi mis lo le se al está son la un en nunca ni",
+    "hay sin sobre desde ahora siempre cada todos todas cuando donde como usted nosotros mi mis lo le se al está son la un en nunca ni",
     "pt": "o os um uma é e não para com da dos das seu sua seus você vocês que em na nas nos mais também isso "
     "este esta ao pelo pela está são foi tem todas todos tudo muito pode ser seja sem quando onde aqui isto "
     "essa esse agora seus suas até desta deste dessa nesta",
@@ -99,15 +104,15 @@ _FUNCTION_WORDS = {
     "nach aus bei im niemals sondern an dieses diese dieser diesen dass mich mir dir dich uns euch vom zum zur",
     "it": "il lo gli della delle dei degli un una è e non con che di da del nel nella sono tuo tua tuoi suo "
     "sua questo questa anche più ma come se ti mi ci hai ha alla alle al tutta tutto tutti dell su sul sulla "
-    "mai ho dopo prima ogni quando",
+    "mai ho dopo prima ogni quando ora poi sei senza",
     "nl": "de het een en van niet dat die met voor je jouw jij uw u ik wij zijn wordt worden ook maar als naar "
     "bij nog alle geen heeft hebben deze dit er door om te aan uit nu onze ons mijn jullie zal kan moet wel zo "
-    "heb hij zij op",
+    "heb hij zij op ze waren zonder alles",
     "pl": "na się nie jest że dla od po jak ale czy twoje twój twoja twoich swoje ten ta te tym jego jej są być "
     "już tylko wszystkie wszystko mnie mi ci sobie przez pod oraz lub mój moje proszę który która które "
     "został została jeśli gdy",
     "tr": "ve bir bu şu için ile da de değil ne çok daha sen senin sana seni bana beni ben benim biz onun olan "
-    "olarak gibi her tüm bütün şimdi artık lütfen kadar ama veya mi mı mu mü yeni önceki hiç",
+    "olarak gibi her tüm bütün şimdi artık lütfen kadar ama veya mi mı mu mü yeni önceki hiç sonra bundan",
 }
 _WORDS = {lang: frozenset(words.split()) for lang, words in _FUNCTION_WORDS.items()}
 _LATIN = tuple(lang for lang in _WORDS if lang != "en")
@@ -123,60 +128,142 @@ _LETTERS = (
     ("de", re.compile("[äöüßÄÖÜ]")),
 )
 _SHORT_WORDS = 8
-_ALWAYS_READ = 3  # different function words of one language that make a text read however much English pads it
+# function words that are also English words: they name a language beside others, never on their own
+_HOMOGRAPHS = frozenset(
+    ["met", "door", "van", "op", "er", "te", "den", "hat", "des", "an", "im", "plus", "ton", "son", "sin", "con", "hay", "lo", "del", "al", "en", "mi", "le", "se", "ti", "ci", "ha", "come", "ma", "em", "com", "ao", "da", "na", "no", "pod", "ten", "po", "od", "ta", "her", "ne", "mu", "ama", "ben", "sen", "de", "un", "il", "um", "dos", "mit"]
+)
+ENCODER_BUDGET = 6_000
+"""The most characters of windows encoded in one text, a Han or Thai character counting four (the
+encoder's cost grows with its tokens: 20,000 Han characters took 16 s, as many French ones under 2):
+about half a second of CPU; the rest of a longer text is left to the rules."""
+_DENSE = re.compile("[\u0e00-\u0e7f\u3400-\u4dbf\u4e00-\u9fff]")
+_DENSE_WEIGHT = 3
+_SENTENCE = re.compile(r"[.!?。！？]+\s+|\n+")
+_MIN_SENTENCE = 12
+_ALWAYS_READ = (
+    3  # different function words of one language that make a text read however much English pads it
+)
 
 
-def other_language(text: str) -> str | None:
-    """The language of ``text`` if this screen reads it (one of :data:`MORE_LANGS`), else ``None``.
-
-    Kana or Hangul: ``None`` (the Japanese and Korean screen reads it). Four or more characters of
-    Cyrillic, Arabic, Thai or Han script: the language of the script with the most of them (``ru``,
-    ``ar``, ``th``, ``zh``). Else a Latin-script language with two or more different function words
-    and more of them than English, or three of two letters or more whatever the English (padding an
-    order with English does not hide it); one is enough in a text of at most eight words with no English function word, but
-    not a word of one letter (``y``, ``o``); or two letters of Polish, Turkish, Portuguese or German
-    (one beside a function word of the language) in a text with fewer than three English function
-    words. Web and e-mail addresses are not read as words. The language named is the one with the
-    most function words of its own. Reads the first 16,000 characters (what the model reads at most);
-    about 20-40 us on a memory of 300 characters.
-    """
-    head = text[:_READ_CHARS]
-    if has_kana_or_hangul(head):
+def _script_language(text: str, *, han: bool) -> str | None:
+    if text.isascii() or _ANY_SCRIPT.search(text) is None:
         return None
-    if not head.isascii() and _ANY_SCRIPT.search(head) is not None:
-        best, most = None, _MIN_SCRIPT_CHARS - 1
-        for lang, pattern in _SCRIPTS:
-            n = len(pattern.findall(head))
-            if n > most:
-                best, most = lang, n
-        if best is not None:
-            return best
-    words = _WORD.findall(_ADDRESS.sub(" ", head) if ("@" in head or "/" in head) else head)
+    best, most = None, _MIN_SCRIPT_CHARS - 1
+    for lang, pattern in _SCRIPTS:
+        if lang == "zh" and not han:
+            continue  # Han beside kana is Japanese
+        n = len(pattern.findall(text))
+        if n > most:
+            best, most = lang, n
+    return best
+
+
+def _latin_language(text: str, *, sentence: bool = False) -> tuple[str | None, int]:
+    """``(language or None, most words of one language that are no English words)``."""
+    words = _WORD.findall(_without_addresses(text) if ("@" in text or "/" in text) else text)
     present = {w.lower() for w in words}
     if not present:
-        return None
+        return None, 0
     english = len(present & _WORDS["en"])
     found = {lang: present & _WORDS[lang] for lang in _LATIN}
-    if not head.isascii() and english < 3:
+    if not text.isascii() and english < 3:
         for lang, letters in _LETTERS:
-            marks = len(letters.findall(head))
+            marks = len(letters.findall(text))
             if marks >= 2 or (marks == 1 and found[lang]):
-                return lang
+                return lang, 0
     n = max(len(w) for w in found.values())
-    long_words = max(sum(len(w) > 1 for w in ws) for ws in found.values())
-    if n == 0 or (n <= english and long_words < _ALWAYS_READ):
-        return None
-    if n == 1 and (
-        english > 0 or len(words) > _SHORT_WORDS or max(len(w) for ws in found.values() for w in ws) == 1
-    ):
-        return None
-    if n >= 2 and all(len(w) == 1 for ws in found.values() if len(ws) == n for w in ws):
-        return None  # "y" and "o" in a command line
-    return max(_LATIN, key=lambda lang: (len(found[lang] & _OWN[lang]), len(found[lang])))
+    # of one language, the words of two letters or more that are no English words
+    sure = max(sum(len(w) > 1 for w in ws - _HOMOGRAPHS) for ws in found.values())
+    if sure < (2 if sentence else 1):
+        return None, sure  # "y" and "o" in a command line, "van" and "door" in English
+    if n <= english and (sentence or sure < _ALWAYS_READ):
+        return None, sure
+    if n == 1 and (english > 0 or len(words) > _SHORT_WORDS):
+        return None, sure
+    return max(_LATIN, key=lambda lang: (len(found[lang] & _OWN[lang]), len(found[lang]))), sure
 
 
-def _has_words(window: str) -> bool:
-    return len(_WORD.findall(window)) >= 2 or any(p.search(window) for _, p in _SCRIPTS)
+@lru_cache(maxsize=64)
+def other_language(text: str) -> str | None:
+    """The language of ``text`` if this screen reads some of it (one of :data:`MORE_LANGS`), else ``None``.
+
+    Kana and Hangul are left out (the Japanese and Korean screen reads them), and so is Han script in a
+    text with kana. Four or more characters of Cyrillic, Arabic, Thai or Han script: the language of
+    the script with the most of them (``ru``, ``ar``, ``th``, ``zh``). Else a Latin-script language
+    with two or more different function words and more of them than English, or three that are not
+    also English words (``van``, ``door``, ``plus``, ``con``) whatever the English: padding an order
+    with English does not hide it; one is enough in a text of at most eight words with no English
+    function word, but not a word of one letter (``y``, ``o``); or two letters of Polish, Turkish,
+    Portuguese or German (one beside a function word of the language) in a text with fewer than three
+    English function words. Failing all that for the whole text, each sentence is looked at alone
+    (two function words that are not English words and more than English ones): an order after a
+    paragraph of English is still read. Web and e-mail addresses are not read as words. The language
+    named is the one with the most function words of its own. Reads the first 16,000 characters (what
+    the model reads at most); about 20-60 us on a memory of 300 characters.
+    """
+    head = text[:_READ_CHARS]
+    han = True
+    if has_kana_or_hangul(head):
+        head, han = _KANA_HANGUL.sub(" ", head), False
+    lang = _script_language(head, han=han)
+    if lang is not None:
+        return lang
+    lang, sure = _latin_language(head)
+    if lang is not None or sure < 2:
+        return lang  # no sentence can have two words of one language the whole text has not
+    for piece in _SENTENCE.split(head):
+        if len(piece) >= _MIN_SENTENCE and piece != head:
+            lang = _latin_language(piece, sentence=True)[0]
+            if lang is not None:
+                return lang
+    return None
+
+
+def _without_addresses(text: str) -> str:
+    """``text`` without its web and e-mail addresses.
+
+    A split on spaces: linear, where a regex over a run of ":/" backtracked for seconds.
+    """
+    return " ".join(t for t in text.split() if "://" not in t and "@" not in t and "www." not in t)
+
+
+def _has_words(window: str, *, han: bool = True) -> bool:
+    """Whether a window is worth scoring: two words, or a character of a script the screen reads."""
+    if has_kana_or_hangul(window):
+        return False  # the Japanese and Korean screen's
+    return len(_WORD.findall(window)) >= 2 or any(
+        p.search(window) for lang, p in _SCRIPTS if han or lang != "zh"
+    )
+
+
+def is_foreign_window(window: str, *, han: bool = True) -> bool:
+    """Whether this screen scores a window.
+
+    One in a script it reads, or with a function word of one of its Latin-script languages that is no
+    English word and no fewer of them than English ones: the English sentences of a mixed text are the
+    English screen's, and cost no encoding here.
+    """
+    if not _has_words(window, han=han):
+        return False
+    if any(p.search(window) for lang, p in _SCRIPTS if han or lang != "zh"):
+        return True
+    present = {w.lower() for w in _WORD.findall(window)}
+    english = len(present & _WORDS["en"])
+    return any(
+        (ws := present & _WORDS[lang]) and len(ws) >= english and any(len(w) > 1 for w in ws - _HOMOGRAPHS)
+        for lang in _LATIN
+    )
+
+
+def _within_budget(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The first windows whose encoding fits :data:`ENCODER_BUDGET` (Han and Thai characters weigh more)."""
+    out, used = [], 0
+    for s, e in spans:
+        used += (e - s) + _DENSE_WEIGHT * len(_DENSE.findall(text, s, e))
+        if used > ENCODER_BUDGET:
+            break
+        out.append((s, e))
+    return out
 
 
 class MoreInjectionDetector(SemanticInjectionDetector):
@@ -187,23 +274,29 @@ class MoreInjectionDetector(SemanticInjectionDetector):
         encoder: as for :class:`~shared_core.screening.semantic.SemanticInjectionDetector`.
 
     Raises:
-        ConfigError: if the encoder is not the one the model was trained with.
+        ConfigError: if the encoder is not the one the model was trained with, or the model's
+            ``meta.address_bar`` is not a finite number at or above its threshold.
     """
 
+    MODEL_FILE = "injection_semantic_more.json"
+
     def __init__(self, model: SemanticModel | None = None, encoder: Any = None) -> None:
-        super().__init__(model if model is not None else default_more_model(), encoder)
-
-    def __repr__(self) -> str:
-        return f"MoreInjectionDetector(encoder={self.model.encoder!r}, threshold={self.model.threshold:.3f})"
-
-    @property
-    def address_bar(self) -> float | None:
-        """The bar of every window of a text with a web or e-mail address (the model's ``meta.address_bar``)."""
+        super().__init__(model, encoder)
         value = self.model.meta.get("address_bar")
-        return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value < self.model.threshold
+        ):
+            raise ConfigError(
+                "semantic model: meta.address_bar must be a finite number >= threshold, or absent"
+            )
+        self.address_bar: float | None = None if value is None else float(value)
+        """The lowest bar of a window with a web or e-mail address (the model's ``meta.address_bar``)."""
 
     def window_bars(self, text: str) -> list[tuple[int, int, float, float]]:
-        """As the other semantic screens', with :attr:`address_bar` as the lowest bar of a text with an address.
+        """As the other semantic screens', with :attr:`address_bar` as the lowest bar of a window with an address.
 
         Exfiltration requests carry an address, and the rules of each language hold most of them;
         benign notes with one (a backup to one's own account, a privacy policy, an accountant's upload
@@ -213,22 +306,32 @@ class MoreInjectionDetector(SemanticInjectionDetector):
         floor = self.address_bar
         if floor is None or ADDRESS_CUE.search(text) is None:
             return bars
-        return [(s, e, v, max(bar, floor)) for s, e, v, bar in bars]
+        return [
+            (s, e, v, max(bar, floor) if ADDRESS_CUE.search(text, s, e) else bar) for s, e, v, bar in bars
+        ]
 
     def _spans(self, text: str) -> list[tuple[int, int]]:
         if not text.strip() or other_language(text) is None:
             return []
-        return text_windows(text, keep=_has_words)
+        if not has_kana_or_hangul(text):
+            return _within_budget(text, text_windows(text, keep=is_foreign_window))
+        spans: list[tuple[int, int]] = []  # the runs between kana and Hangul, each windowed on its own
+        pos = 0
+        for m in [*_KANA_HANGUL.finditer(text), None]:
+            end = len(text) if m is None else m.start()
+            if text[pos:end].strip():
+                windows = text_windows(text[pos:end], keep=lambda w: is_foreign_window(w, han=False))
+                spans += [(pos + s, pos + e) for s, e in windows]
+            pos = end if m is None else m.end()
+        return _within_budget(text, spans)
 
     def _rule(self, text: str, start: int, end: int) -> str:
         return f"semantic_instruction_{other_language(text[start:end]) or other_language(text)}"
 
 
-@lru_cache(maxsize=1)
 def default_more_model() -> SemanticModel:
     """The shipped model ``injection_semantic_more.json`` (read once)."""
-    path = resources.files("shared_core") / "data" / "screening" / "injection_semantic_more.json"
-    return SemanticModel.from_json(path.read_text(encoding="utf-8"), name="injection_semantic_more.json")
+    return shipped_model(MoreInjectionDetector.MODEL_FILE)
 
 
 @lru_cache(maxsize=1)

@@ -161,9 +161,9 @@ def test_no_random_id_is_read(value: object) -> None:
 def test_japanese_and_korean_are_not_read_as_chinese_or_anything_else() -> None:
     assert other_language("来週の会議は東京本社で行います。資料は前日までに送ります。") is None
     assert other_language("다음 주 회의는 서울 본사에서 합니다. 자료는 전날까지 보내겠습니다.") is None
-    assert (
-        other_language("東京都港区芝公園四丁目") == "zh"
-    )  # Han alone reads as Chinese (the encoder reads both)
+    assert other_language("東京都港区芝公園四丁目") is None  # Han without a character only Chinese writes
+    assert other_language("2024-06-03 INFO 設定変更: 印刷上限枚数 100→200（承認者: 情報政策課 鈴木）") is None
+    assert other_language("请把这份文件发给财务部。") == "zh"
 
 
 def test_a_kana_mark_does_not_switch_the_screen_off() -> None:

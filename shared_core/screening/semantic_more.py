@@ -79,6 +79,13 @@ _READ_CHARS = (
 )
 ADDRESS_CUE = re.compile(r"://\S|\w@\w+\.\w|www\.\w", re.IGNORECASE)
 """A web or e-mail address: a window with one is held to the model's ``address_bar``."""
+# characters Chinese writes and Japanese does not (simplified forms, particles, pronouns; a few traditional
+# ones): Han text without kana and without any of them ("設定変更: 印刷上限枚数 100→200（承認者: 情報政策課）",
+# a Japanese log line) is not read as Chinese
+_CHINESE_MARK = re.compile(
+    "[们这请吗呢说让从对为么个给吧您她它还过发后问记录钱间时话认识经实现关开东车门马长书买卖网页码户联频单应该务计划费报"
+    "价顺邮們這請嗎說讓麼發錄經實關聯應與價]"
+)
 _KANA_HANGUL = re.compile("[\u3040-\u30ff\uff66-\uff9f\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+")
 # a word of letters only, lower case or capitalised, not joined by a hyphen: no piece of "fd3b37e3",
 # no acronym ("IL-6", "SE", "CI", "miR-21"), no prefix ("non-small") of English science
@@ -150,8 +157,8 @@ def _script_language(text: str, *, han: bool) -> str | None:
         return None
     best, most = None, _MIN_SCRIPT_CHARS - 1
     for lang, pattern in _SCRIPTS:
-        if lang == "zh" and not han:
-            continue  # Han beside kana is Japanese
+        if lang == "zh" and (not han or _CHINESE_MARK.search(text) is None):
+            continue  # Han beside kana, or without a character only Chinese writes, may be Japanese
         n = len(pattern.findall(text))
         if n > most:
             best, most = lang, n

@@ -74,9 +74,8 @@ _SCRIPTS = (
 )
 _ANY_SCRIPT = re.compile("[\u0400-\u04ff\u0600-\u06ff\u0750-\u077f\u0e00-\u0e7f\u3400-\u4dbf\u4e00-\u9fff]")
 _MIN_SCRIPT_CHARS = 4
-_READ_CHARS = (
-    MAX_SCORED_CHARS  # the characters the model would read at most (an order after a page of English counts)
-)
+# the characters the model would read at most (an order after a page of English counts)
+_READ_CHARS = MAX_SCORED_CHARS
 ADDRESS_CUE = re.compile(r"://\S|\w@\w+\.\w|www\.\w", re.IGNORECASE)
 """A web or e-mail address: a window with one is held to the model's ``address_bar``."""
 # characters Chinese writes and Japanese does not (simplified forms, particles, pronouns; a few traditional
@@ -91,10 +90,9 @@ _KANA_HANGUL = re.compile("[\u3040-\u30ff\uff66-\uff9f\uac00-\ud7af\u1100-\u11ff
 # no acronym ("IL-6", "SE", "CI", "miR-21"), no prefix ("non-small") of English science
 _WORD = re.compile(r"(?<![\w-])[^\W\d_][^\W\d_A-Z]*(?![\w-])")
 
-# Function words of each language, lower case; English words are left out of the others ("a",
-# "die", "do", "no", "as", "is", "to", "we", "on", "per", "ya", and "todo", a programmer's mark), and the
-# English list leaves out
-# "an", which German and Dutch use as much.
+# Function words of each language, lower case; English words are left out of the others ("a", "die",
+# "do", "no", "as", "is", "to", "we", "on", "per", "ya", and "todo", a programmer's mark), and the English
+# list leaves out "an", which German and Dutch use as much.
 _FUNCTION_WORDS = {
     "en": "the and of to is are was were you your that this with for not have has be it on in at from by as "
     "or will would can all any my we our they their what which who please if then there been do does "
@@ -147,9 +145,8 @@ _DENSE = re.compile("[\u0e00-\u0e7f\u3400-\u4dbf\u4e00-\u9fff]")
 _DENSE_WEIGHT = 3
 _SENTENCE = re.compile(r"[.!?。！？]+\s+|\n+")
 _MIN_SENTENCE = 12
-_ALWAYS_READ = (
-    3  # different function words of one language that make a text read however much English pads it
-)
+# different function words of one language that make a text read however much English pads it
+_ALWAYS_READ = 3
 
 
 def _script_language(text: str, *, han: bool) -> str | None:
@@ -234,27 +231,22 @@ def _without_addresses(text: str) -> str:
     return " ".join(t for t in text.split() if "://" not in t and "@" not in t and "www." not in t)
 
 
-def _has_words(window: str, *, han: bool = True) -> bool:
-    """Whether a window is worth scoring: two words, or a character of a script the screen reads."""
-    if has_kana_or_hangul(window):
-        return False  # the Japanese and Korean screen's
-    return len(_WORD.findall(window)) >= 2 or any(
-        p.search(window) for lang, p in _SCRIPTS if han or lang != "zh"
-    )
-
-
 def is_foreign_window(window: str, *, han: bool = True) -> bool:
     """Whether this screen scores a window.
 
-    One in a script it reads, or with a function word of one of its Latin-script languages that is no
-    English word and no fewer of them than English ones: the English sentences of a mixed text are the
-    English screen's, and cost no encoding here.
+    Not one with kana or Hangul (the Japanese and Korean screen's). One in a script it reads (Han only
+    with ``han``: not beside kana), or of two words or more with a function word of one of its
+    Latin-script languages that is no English word and no fewer of them than English ones: the English
+    sentences of a mixed text are the English screen's, and cost no encoding here.
     """
-    if not _has_words(window, han=han):
+    if has_kana_or_hangul(window):
         return False
     if any(p.search(window) for lang, p in _SCRIPTS if han or lang != "zh"):
         return True
-    present = {w.lower() for w in _WORD.findall(window)}
+    words = _WORD.findall(window)
+    if len(words) < 2:
+        return False
+    present = {w.lower() for w in words}
     english = len(present & _WORDS["en"])
     return any(
         (ws := present & _WORDS[lang]) and len(ws) >= english and any(len(w) > 1 for w in ws - _HOMOGRAPHS)

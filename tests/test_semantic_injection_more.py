@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from shared_core.errors import ConfigError
 from shared_core.screening import InjectionScreen, joint_findings
 from shared_core.screening.findings import Finding, Severity
-from shared_core.screening.semantic import SemanticModel
+from shared_core.screening.semantic import SemanticInjectionDetector, SemanticModel, shipped_model
 from shared_core.screening.semantic_more import (
     MORE_LANGS,
     MoreInjectionDetector,
@@ -299,3 +299,14 @@ def test_a_model_file_without_its_ngram_half_is_refused() -> None:
     doc["ngram"], doc["threshold"] = None, float("nan")
     with pytest.raises(ConfigError, match="finite"):
         SemanticModel.from_json(json.dumps(doc))
+
+
+@pytest.mark.parametrize("cls", [SemanticInjectionDetector, MoreInjectionDetector])
+def test_a_model_whose_weights_do_not_fit_the_encoder_is_refused_when_loaded(cls: type) -> None:
+    """A user's model file with the encoder's name but weights of another length: a ConfigError
+    naming both lengths when the detector is made, not numpy's ValueError on the first scan."""
+    doc = json.loads(shipped_model(cls.MODEL_FILE).to_json())
+    doc["emb"]["weights"] = doc["emb"]["weights"][:-4]
+    model = SemanticModel.from_json(json.dumps(doc))  # the file alone is well formed
+    with pytest.raises(ConfigError, match=r"508 embedding weights.* 512"):
+        cls(model)

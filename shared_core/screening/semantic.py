@@ -410,7 +410,8 @@ class SemanticInjectionDetector:
             shared by the process). Its ``name`` must be the model's encoder.
 
     Raises:
-        ConfigError: if the encoder is not the one the model was trained with.
+        ConfigError: if the encoder is not the one the model was trained with, or its vectors
+            have another length than the model's weights.
     """
 
     MODEL_FILE = "injection_semantic.json"
@@ -422,6 +423,12 @@ class SemanticInjectionDetector:
         if self._encoder.name != self.model.encoder:
             raise ConfigError(
                 f"the semantic model was trained with {self.model.encoder}, not {self._encoder.name}"
+            )
+        dim = getattr(self._encoder, "dimension", None)  # a scan would fail in numpy otherwise
+        if isinstance(dim, int) and self.model.emb_weights.shape != (dim,):
+            raise ConfigError(
+                f"the semantic model has {self.model.emb_weights.shape[0]} embedding weights, "
+                f"its encoder {self._encoder.name} makes vectors of {dim}"
             )
 
     def __repr__(self) -> str:

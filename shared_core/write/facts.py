@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -32,6 +33,7 @@ from typing import Literal
 
 from ..model import MemoryRecord
 from ..text import stem
+from .records import another_record
 
 __all__ = ["SAME_STATEMENT", "Assertions", "assertions", "changed_fact", "kinship", "one_change", "reordered", "restates", "same_claim"]
 
@@ -162,11 +164,13 @@ def _common_head(a: Sequence[str], b: Sequence[str]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
-def _similarity(a: str, b: str) -> float:
+def _similarity(a: str, b: str, floor: float = 0.0) -> float:
     """The ratio ``2 * matched / (len(a) + len(b))`` of difflib, the common head and tail matched first.
 
     Middles over 2,000 characters are matched word by word, so the cost stays bounded on memories
-    of any length (difflib is quadratic in the worst case).
+    of any length (difflib is quadratic in the worst case). With ``floor``, a pair whose shared
+    characters (as a multiset, difflib's ``quick_ratio``) cannot reach it returns that bound,
+    below ``floor``, without matching: most neighbours of a note are other notes.
     """
     total = len(a) + len(b)
     if not total:
@@ -175,6 +179,12 @@ def _similarity(a: str, b: str) -> float:
     a, b = a[head:], b[head:]
     tail = _common_head(a[::-1], b[::-1])
     a, b = a[: len(a) - tail], b[: len(b) - tail]
+    if floor > 0.0:
+        bound = 2.0 * (head + tail + min(len(a), len(b))) / total
+        if bound >= floor:
+            bound = 2.0 * (head + tail + (Counter(a) & Counter(b)).total()) / total
+        if bound < floor:
+            return bound
     if len(a) > _MIDDLE_CHARS or len(b) > _MIDDLE_CHARS:
         wa, wb = a.split(), b.split()
         blocks = SequenceMatcher(None, wa, wb).get_matching_blocks()
@@ -195,9 +205,9 @@ def restates(old: str, new: str) -> bool:
     def nfd(s: str) -> str:
         return unicodedata.normalize("NFD", s)
 
-    if _similarity(nfd(_normal(old).lower()), nfd(_normal(new).lower())) >= SAME_STATEMENT:
+    if _similarity(nfd(_normal(old).lower()), nfd(_normal(new).lower()), SAME_STATEMENT) >= SAME_STATEMENT:
         return True
-    return _similarity(nfd(_masked(old)), nfd(_masked(new))) >= SAME_STATEMENT
+    return _similarity(nfd(_masked(old)), nfd(_masked(new)), SAME_STATEMENT) >= SAME_STATEMENT
 
 
 _CLAIM_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+")
@@ -250,26 +260,48 @@ def reordered(old: str, new: str) -> bool:
     return a != b and sorted(a) == sorted(b)
 
 
-def kinship(old: MemoryRecord, new: MemoryRecord) -> Literal["same", "correction", "beside", "other"]:
+def _names_a_value(old: str, new: str) -> bool:
+    """Whether what changed is a value that can name a record: a number, a date or a name.
+
+    Not a negation, not an ordinary word: "not allowed", "the large model", "this week" correct the old.
+    """
+    a, b = assertions(old), assertions(new)
+    return a.negations == b.negations and (a.numbers != b.numbers or a.calendar != b.calendar or a.names != b.names)
+
+
+def kinship(
+    old: MemoryRecord, new: MemoryRecord, *, values_only: bool = False
+) -> Literal["same", "correction", "beside", "other"]:
     """What a near-duplicate is to a new memory (W2, L1).
 
     ``same``: their bodies (and titles, when both have one) assert the same facts in the same
     words (:func:`same_claim`) — a merge. ``correction``: one statement with one thing
     changed (:func:`restates` and :func:`one_change`: a value, a word, words added
-    or left out), or the same words in another order (:func:`reordered`) — the new memory
-    supersedes the old. ``beside``: one statement with several things changed (two invoices, two
-    steps of a list) — written beside it, ``changed_fact``. ``other``: other words altogether (two
+    or left out) that is the value of a slot, not the name of another record
+    (:func:`~shared_core.write.records.another_record`: "My office is room 318" after "... room
+    214"), or the same words in another order (:func:`reordered`) — the new memory supersedes the
+    old. ``beside``: one statement with several things changed (two invoices, two steps of a
+    list), or with one value that names another record ("Order 1042 shipped" after "Order 1041
+    shipped") — written beside it, ``changed_fact``. ``other``: other words altogether (two
     conversation turns that share a speaker, a paraphrase) — neither merged nor replaced; a merge
     would risk the new claim, a supersede the old memory.
+
+    ``values_only`` (a neighbour under the dedup bar, read only for corrections): a correction
+    must change a value (a number, a date, a name); a word changed ("My sister lives in Denver" /
+    "My brother ...") or the same words reordered is ``other``.
     """
+    if values_only and not (_names_a_value(old.body, new.body) and one_change(old.body, new.body)):
+        return "other"  # under the dedup bar only one changed value is read (the cheap tests first)
     titled = bool(old.title and new.title)
     changed = changed_fact(old.body, new.body) or (titled and changed_fact(old.title, new.title))
     if not changed and same_claim(old.body, new.body) and (not titled or same_claim(old.title, new.title)):
         return "same"
     if restates(old.body, new.body) and (not titled or restates(old.title, new.title)):
         if one_change(old.body, new.body) and (not titled or one_change(old.title, new.title)):
-            return "correction"
+            if not _names_a_value(old.body, new.body):
+                return "other" if values_only else "correction"
+            return "beside" if another_record(old.body, new.body) else "correction"
         return "beside"
-    if reordered(old.body, new.body) or (titled and reordered(old.title, new.title)):
+    if not values_only and (reordered(old.body, new.body) or (titled and reordered(old.title, new.title))):
         return "correction"
     return "other"

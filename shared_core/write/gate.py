@@ -67,6 +67,14 @@ NEIGHBOURS = 5
 """The nearest committed memories (and as many of the batch's own) dedup compares a record with (W2)."""
 
 
+def _search_bar(policy: WritePolicy) -> float:
+    """The cosine down to which neighbours are read (W2, L1).
+
+    Duplicates above ``dedup_threshold``, corrections above ``correction_threshold``.
+    """
+    return min(policy.dedup_threshold, policy.correction_threshold)
+
+
 class WriteGate:
     """The write side of recall-gate, in front of one :class:`~.target.WriteTarget` and its ledger.
 
@@ -294,7 +302,7 @@ class WriteGate:
         # the committed neighbours of the whole batch in one product per partition (none of them
         # changes before the commit below); a target without that, or a lone record (which may not
         # need them: a re-write of its own id), is asked per record when dedup reaches it
-        thresholds = [self.policy_for(rec.memory_space_id).dedup_threshold for rec in records]
+        thresholds = [_search_bar(self.policy_for(rec.memory_space_id)) for rec in records]
         near = (
             self.target.neighbours_many(records, vectors, thresholds=thresholds, limit=NEIGHBOURS)
             if dedup and len(records) > 1
@@ -483,19 +491,21 @@ class WriteGate:
             if earlier is not None and not changed_fact(earlier.body, rec.body):
                 _alias(batch, rec, earlier, text_id)
                 return decided(WriteAction.MERGE, earlier.id, WriteReason.DUPLICATE, existing=earlier.id)
-            threshold = self.policy_for(rec.memory_space_id).dedup_threshold
+            policy = self.policy_for(rec.memory_space_id)
+            threshold = _search_bar(policy)
             if committed is None:
                 committed = self.target.neighbours(rec, vec, threshold=threshold, limit=NEIGHBOURS)
             nearest = sorted(
                 [*committed, *batch.near(rec, vec, threshold=threshold, limit=NEIGHBOURS)], key=lambda x: -x[1]
             )
-            for near, _sim in nearest[:NEIGHBOURS]:
+            for near, sim in nearest[:NEIGHBOURS]:
                 near = self._current(batch, near)
                 if near.superseded_by is not None or near.id in replaced_ids or near.id == rec.id:
                     continue
-                kin = kinship(near, rec)
-                if kin == "other":
-                    continue  # other words: a memory that sits close, left as it is
+                under = sim < policy.dedup_threshold
+                kin = kinship(near, rec, values_only=under)
+                if kin == "other" or (under and kin != "correction"):
+                    continue  # other words, or under the dedup bar and no correction: left as it is
                 if kin == "beside":
                     reasons.append(WriteReason.CHANGED_FACT)  # several things changed: a new memory beside it
                     break

@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from train_semantic_injection import logistic  # noqa: E402
+from train_semantic_injection_en import check_or_write  # noqa: E402
 
 from shared_core.embedding.minilm import default_embedding  # noqa: E402
 from shared_core.write.records import RecordChangeModel, change_split, features, template  # noqa: E402
@@ -100,18 +101,11 @@ def same_model(a: RecordChangeModel, b: RecordChangeModel, tol: float = 1e-4) ->
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--check", action="store_true", help="fail if the shipped file differs from a refit")
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--out", type=Path, default=OUT, help="the model file written (or, with --check, compared)")
     args = ap.parse_args(argv)
     model = RecordChangeModel.from_json(train().to_json())  # rounded as the file is
     print(json.dumps(model.meta["cv_leave_one_split_out"]))
-    if args.check:
-        shipped = RecordChangeModel.from_json(OUT.read_text(encoding="utf-8"), name=OUT.name)
-        ok = same_model(shipped, model)
-        print("shipped model reproduced" if ok else "shipped model DIFFERS from a refit")
-        return 0 if ok else 1
-    args.out.write_text(model.to_json(), encoding="utf-8")
-    print(f"wrote {args.out}")
-    return 0
+    return check_or_write(model, args.out, check=args.check, parse=RecordChangeModel.from_json, same=same_model)
 
 
 if __name__ == "__main__":

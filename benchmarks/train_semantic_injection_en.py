@@ -41,7 +41,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -219,13 +219,25 @@ def trainer_main(
     model = train(args.data)
     bars = f"bars {model.threshold} / {model.threshold_long}"
     print(json.dumps({k: v for k, v in model.meta.items() if k.startswith("cv_")}), bars)
-    if args.check:
-        shipped = SemanticModel.from_json(out.read_text(encoding="utf-8"), name=out.name)
-        ok = same_model(shipped, model)
+    return check_or_write(model, out if args.check else args.out, check=args.check, parse=SemanticModel.from_json, same=same_model)
+
+
+class _Model(Protocol):
+    def to_json(self) -> str: ...
+
+
+M = TypeVar("M", bound=_Model)
+
+
+def check_or_write(model: M, out: Path, *, check: bool, parse: Callable[..., M], same: Callable[[M, M], bool]) -> int:
+    """A trainer's last step: compare ``model`` with the file ``out`` (``check``: 1 if it differs) or write it."""
+    if check:
+        shipped = parse(out.read_text(encoding="utf-8"), name=out.name)
+        ok = same(shipped, model)
         print("shipped model reproduced" if ok else "shipped model DIFFERS from a refit")
         return 0 if ok else 1
-    args.out.write_text(model.to_json(), encoding="utf-8")
-    print(f"wrote {args.out}")
+    out.write_text(model.to_json(), encoding="utf-8")
+    print(f"wrote {out}")
     return 0
 
 

@@ -274,13 +274,14 @@ class WritePolicy(BaseModel):
         trust: per-origin decision for cited and uncited candidates (W3).
         default_origin: origin assumed when a candidate names none.
         dedup_threshold: cosine at or above which a scoped neighbour is the same memory (W2).
-        correction_threshold: cosine at or above which a scoped neighbour that is one statement
-            with one value changed (``"The user lives in Leeds."`` / ``"... in Bristol."``, cosine
-            0.75 with MiniLM) is superseded as a correction (L1); below ``dedup_threshold`` nothing
-            else happens to a neighbour: no merge, no ``changed_fact`` beside it, no word changed.
-            At most ``dedup_threshold`` in effect. 0.6 (of 0.92 / 0.8 / 0.7 / 0.6, on the 543
-            labelled development pairs of ``benchmarks/dedup_eval.py``): 257 of 274 corrections
-            superseded against 174 at 0.92, 15 of 269 distinct records against 9.
+        correction_threshold: cosine down to which a scoped neighbour that is one statement with
+            one value changed (``"My office is room 214."`` / ``"... room 318."``, cosine 0.90 with
+            MiniLM) is superseded as a correction (L1); under ``dedup_threshold`` nothing else
+            happens to a neighbour (no merge, no ``changed_fact``, no word changed). ``None`` (the
+            default): ``dedup_threshold``. Opt in knowing the cost: at 0.6, 85 of 94 blind
+            corrections were superseded against 64, but a second value of a relation that holds
+            many ("Call Mom on Sunday." / "Call Dad ...", "allergic to penicillin" / "...
+            amoxicillin", cosine 0.84 / 0.88) replaced the first (``benchmarks/dedup_eval.py``).
         promote_at: evidence count at which a tentative memory becomes confirmed (W7).
         trusted_tier_origins: origins whose explicit ``tier`` is honoured (others may only lower it).
         initial_tiers: the tier a new memory starts in, by origin: what a person stated
@@ -301,7 +302,7 @@ class WritePolicy(BaseModel):
     trust: dict[Origin, TrustRule] = Field(default_factory=_default_trust)
     default_origin: Origin = Origin.AGENT_INFERRED
     dedup_threshold: float = Field(default=0.92, gt=0.0, le=1.0)
-    correction_threshold: float = Field(default=0.6, gt=0.0, le=1.0)
+    correction_threshold: float | None = Field(default=None, gt=0.0, le=1.0)
     promote_at: int = Field(default=2, ge=1, le=1_000_000)
     trusted_tier_origins: tuple[Origin, ...] = (Origin.USER_EXPLICIT, Origin.EXTERNAL_VERIFIED)
     initial_tiers: dict[Origin, Tier] = Field(default_factory=_default_initial_tiers)

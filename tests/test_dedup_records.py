@@ -74,13 +74,46 @@ def test_two_records_of_one_template_are_both_kept_and_recalled() -> None:
     assert store.get([str(b.id)], memory_space_id="s1")
 
 
-def test_a_corrected_value_still_supersedes_through_the_store() -> None:
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Our project runs on Python version 3.11.", "Our project runs on Python version 3.12."),
+        ("Invoice 4471 was paid on March 3.", "Invoice 4471 was paid on March 5."),  # the same invoice
+    ],
+)
+def test_a_corrected_value_still_supersedes_through_the_store(old: str, new: str) -> None:
     store = make_store(embedding=None)
-    old, new = "My office is now room 214 in Building C.", "My office is now room 318 in Building C."
+    vectors = store.embedder.embed_documents([old, new])
+    assert float(vectors[0] @ vectors[1]) >= store.writer.policy_for("s1").dedup_threshold
     [a] = store.add([mem(old, source_record_id="chat-1")])
     [b] = store.add([mem(new, source_record_id="chat-2")])
     assert b.action is WriteAction.UPDATE and WriteReason.CHANGED_FACT in b.reasons and b.existing_id == a.id
-    assert store.query("which room is my office", scope=SCOPE).accepted_ids == [b.id]
+    assert store.query(new, scope=SCOPE).accepted_ids == [b.id]
+
+
+def test_under_the_dedup_cosine_a_value_supersedes_only_when_opted_in() -> None:
+    """``correction_threshold`` (off by default): "My office is now room 214" / "... 318" sit at 0.90.
+
+    By default both stay, and so do two values of a relation that holds many (a review found
+    "Call Mom on Sunday." / "Call Dad on Sunday." at 0.84 replaced each other at a bar of 0.6).
+    """
+    from shared_core.config import WritePolicy
+
+    office = ("My office is now room 214 in Building C.", "My office is now room 318 in Building C.")
+    calls = ("Call Mom on Sunday.", "Call Dad on Sunday.")
+    opted_in = WritePolicy(correction_threshold=0.8)
+    # opted in, the documented cost: the first call is replaced by the second as well
+    for policy, superseded in ((None, set()), (opted_in, {office[0], calls[0]})):
+        store = make_store(embedding=None) if policy is None else make_store(embedding=None, write_policy=policy)
+        for i, (old, new) in enumerate((office, calls)):
+            vectors = store.embedder.embed_documents([old, new])
+            assert 0.8 <= float(vectors[0] @ vectors[1]) < 0.92
+            store.add([mem(old, source_record_id=f"one-{i}")])
+            [d] = store.add([mem(new, source_record_id=f"two-{i}")])
+            assert d.action is not WriteAction.MERGE
+        records = store.get(sorted(store.all_ids("s1")), memory_space_id="s1")
+        current = {r.body for r in records if r.superseded_by is None}
+        assert current == set(office + calls) - superseded, policy
 
 
 @pytest.mark.parametrize(
@@ -95,6 +128,12 @@ def test_a_corrected_value_still_supersedes_through_the_store() -> None:
 def test_another_language_keeps_the_correction_it_had(old: str, new: str) -> None:
     """The model is English; a note in another language is superseded as before (a known limit)."""
     assert not another_record(old, new)
+
+
+def test_symbols_and_decomposed_accents_do_not_make_a_note_foreign() -> None:
+    """An emoji, an arrow or "José" in NFD is still English (they made the model step aside)."""
+    assert another_record("Order 1041 shipped \u2705", "Order 1042 shipped \u2705")
+    assert another_record("Order 1041 \u2192 shipped to Jose\u0301.", "Order 1042 \u2192 shipped to Jose\u0301.")
 
 
 def test_what_changed_must_be_a_value_not_a_negation_or_a_word() -> None:
@@ -153,11 +192,16 @@ def test_a_bad_model_file_is_refused(edit: object) -> None:
         RecordChangeModel.from_json(json.dumps(doc))
 
 
-def test_long_text_is_not_read_and_costs_little() -> None:
-    """Over 200 words a note is no templated statement: the correction stands, nothing is embedded."""
+def test_long_text_is_not_read_and_costs_little(caplog: pytest.LogCaptureFixture) -> None:
+    """Over 200 words or 2,000 characters a note is no templated statement: the correction stands,
+    nothing is embedded (199 words of 5,000 characters took 0.7 s to tokenise)."""
     body = " ".join(f"clause{i}" for i in range(5_000))
     assert change_split(body + " 1", body + " 2") is None
-    assert not another_record(body + " 1", body + " 2", encoder=_Failing())  # _Failing would log if called
+    wide = " ".join(["x" * 5_000] * 199)
+    with caplog.at_level(logging.WARNING):
+        assert not another_record(body + " 1", body + " 2", encoder=_Failing())
+        assert not another_record(f"Order {wide} 1", f"Order {wide} 2", encoder=_Failing())
+    assert "record-change model skipped" not in caplog.text  # the encoder was never called
 
 
 def test_features_name_where_the_value_sits() -> None:

@@ -72,7 +72,8 @@ def _search_bar(policy: WritePolicy) -> float:
 
     Duplicates above ``dedup_threshold``, corrections above ``correction_threshold``.
     """
-    return min(policy.dedup_threshold, policy.correction_threshold)
+    bar = policy.correction_threshold
+    return policy.dedup_threshold if bar is None else min(policy.dedup_threshold, bar)
 
 
 class WriteGate:

@@ -68,10 +68,7 @@ NEIGHBOURS = 5
 
 
 def _search_bar(policy: WritePolicy) -> float:
-    """The cosine down to which neighbours are read (W2, L1).
-
-    Duplicates above ``dedup_threshold``, corrections above ``correction_threshold``.
-    """
+    """The cosine down to which neighbours are read: ``dedup_threshold`` or ``correction_threshold`` (W2, L1)."""
     bar = policy.correction_threshold
     return policy.dedup_threshold if bar is None else min(policy.dedup_threshold, bar)
 

@@ -27,12 +27,13 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type hints
 
 __all__ = [
+    "common_ends",
     "contains_marker",
     "marker_key",
     "normalize",
@@ -243,3 +244,18 @@ def tokenize(text: str) -> list[str]:
                 out.append(word)
                 out.extend(stem(p) for p in re.split(r"[_\-.]", word) if p and p not in _STOP)
     return out
+
+
+def common_ends(a: Sequence[object], b: Sequence[object]) -> tuple[int, int]:
+    """How many items two sequences share at the start, and then at the end of what is left.
+
+    Strings or word lists; returns ``(head, tail)`` with ``head + tail <= min(len(a), len(b))``.
+    """
+    n = min(len(a), len(b))
+    head = 0
+    while head < n and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < n - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
+        tail += 1
+    return head, tail

@@ -234,3 +234,15 @@ def test_the_shipped_model_is_a_refit_of_the_labelled_pairs() -> None:
         sys.path.remove(str(ROOT / "benchmarks"))
     assert trainer.main(["--check"]) == 0
     assert "blind" not in default_model().meta["trained_on"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab ", max_size=12), st.text(alphabet="ab ", max_size=12))
+def test_common_ends_are_the_longest_shared_start_and_then_end(a: str, b: str) -> None:
+    """Property: what dedup's similarity, one_change and change_split strip before comparing."""
+    from shared_core.text import common_ends
+
+    head, tail = common_ends(a, b)
+    assert a[:head] == b[:head] and (head == min(len(a), len(b)) or a[head] != b[head])
+    assert head + tail <= min(len(a), len(b)) and a[len(a) - tail :] == b[len(b) - tail :]
+    assert head + tail == min(len(a), len(b)) or a[len(a) - tail - 1] != b[len(b) - tail - 1]

@@ -26,13 +26,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Literal
 
 from ..model import MemoryRecord
-from ..text import stem
+from ..text import common_ends, stem
 from .records import another_record
 
 __all__ = ["SAME_STATEMENT", "Assertions", "assertions", "changed_fact", "kinship", "one_change", "reordered", "restates", "same_claim"]
@@ -159,11 +158,6 @@ def _masked(text: str) -> str:
     return " ".join(t.split())
 
 
-def _common_head(a: Sequence[str], b: Sequence[str]) -> int:
-    """Length of the longest common prefix of two strings or word lists."""
-    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-
-
 def _similarity(a: str, b: str, floor: float = 0.0) -> float:
     """The ratio ``2 * matched / (len(a) + len(b))`` of difflib, the common head and tail matched first.
 
@@ -175,10 +169,8 @@ def _similarity(a: str, b: str, floor: float = 0.0) -> float:
     total = len(a) + len(b)
     if not total:
         return 1.0
-    head = _common_head(a, b)
-    a, b = a[head:], b[head:]
-    tail = _common_head(a[::-1], b[::-1])
-    a, b = a[: len(a) - tail], b[: len(b) - tail]
+    head, tail = common_ends(a, b)
+    a, b = a[head : len(a) - tail], b[head : len(b) - tail]
     if floor > 0.0:
         bound = 2.0 * (head + tail + min(len(a), len(b))) / total
         if bound >= floor:
@@ -245,10 +237,8 @@ def one_change(old: str, new: str) -> bool:
     words is not one change, so the cost stays bounded on memories of any length.
     """
     a, b = _claim_words(old), _claim_words(new)
-    head = _common_head(a, b)
-    a, b = a[head:], b[head:]
-    tail = _common_head(a[::-1], b[::-1])
-    a, b = a[: len(a) - tail], b[: len(b) - tail]
+    head, tail = common_ends(a, b)
+    a, b = a[head : len(a) - tail], b[head : len(b) - tail]
     if len(a) + len(b) > _MAX_CHANGE_WORDS:
         return False
     return not any(blk.size for blk in SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks())
@@ -299,9 +289,9 @@ def kinship(
     if restates(old.body, new.body) and (not titled or restates(old.title, new.title)):
         if one_change(old.body, new.body) and (not titled or one_change(old.title, new.title)):
             if not _names_a_value(old.body, new.body):
-                return "other" if values_only else "correction"
+                return "correction"  # a negation or a word changed (under the bar, sorted out above)
             return "beside" if another_record(old.body, new.body) else "correction"
         return "beside"
-    if not values_only and (reordered(old.body, new.body) or (titled and reordered(old.title, new.title))):
+    if reordered(old.body, new.body) or (titled and reordered(old.title, new.title)):
         return "correction"
     return "other"

@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ConfigError, EmbeddingError
+from ..text import common_ends
 
 __all__ = ["FEATURES", "RecordChangeModel", "another_record", "change_split", "features", "template"]
 
@@ -103,13 +104,7 @@ def change_split(old: str, new: str) -> Split | None:
     a, b = _TOKEN.findall(old), _TOKEN.findall(new)
     if len(a) > _MAX_WORDS or len(b) > _MAX_WORDS:
         return None
-    la, lb = [_norm(w) for w in a], [_norm(w) for w in b]
-    h = 0
-    while h < min(len(a), len(b)) and la[h] == lb[h]:
-        h += 1
-    t = 0
-    while t < min(len(a), len(b)) - h and la[-1 - t] == lb[-1 - t]:
-        t += 1
+    h, t = common_ends([_norm(w) for w in a], [_norm(w) for w in b])
     return Split(tuple(a[:h]), tuple(a[h : len(a) - t]), tuple(b[h : len(b) - t]), tuple(a[len(a) - t :]))
 
 

@@ -2,7 +2,7 @@
 
 The LoCoMo and SituatedQA dev exports (``../shared/data/{locomo_dev,sqa_dev}/memories.jsonl``) are
 written as ``recall-gate add`` writes them: ``store.add`` in batches of 64 into a store on disk
-with the offline MiniLM default and the default ``dedup_threshold`` (0.92). Printed per set: the
+with the offline MiniLM default and the default ``dedup_threshold`` (0.92) and ``correction_threshold`` (0.6). Printed per set: the
 actions, how many memories dedup superseded as a changed fact (``changed_fact``) or merged, and how
 many of those are the expected evidence of a labelled case (``cases.jsonl``), which a supersede
 hides from recall and a merge folds into another memory. Then a table of hand-written pairs: each
@@ -108,11 +108,13 @@ def pairs_table() -> list[tuple[str, str, str]]:
 
 CHANGE_PAIRS = Path(__file__).resolve().parent / "data" / "dedup_change_pairs.jsonl"
 """Pairs of notes that differ in one value, labelled ``correction`` (the new value replaces the old: an
-account, a room, a version, who holds a role) or ``distinct`` (two records, both true: two invoices, two
-tickets, two people each doing something), by split: ``red_team`` (150, written knowing the rules of
-2026-12-05), ``dev2`` / ``dev3`` (written blind by helpers; the record-change model of dedup is trained on
-these three, ``benchmarks/train_record_change.py``) and ``blind`` (written blind, measured, never
-trained on)."""
+account, a room, a version, who holds a role, a manager, a deadline) or ``distinct`` (both true: two
+invoices, two tickets, two people each doing something, two languages a user speaks, two offices), by
+split: ``red_team`` (150, written knowing the rules of 2026-12-05), ``dev2`` / ``dev3`` (written blind by
+helpers: distinct records of one template), ``dev4`` / ``dev5`` (written blind on 2026-12-06: a slot that
+holds one value against a relation that holds many; the record-change model of dedup is trained on these
+five, ``benchmarks/train_record_change.py``) and ``blind`` / ``blind2`` (written blind, measured, never
+trained on; ``blind2`` like ``dev4`` / ``dev5``)."""
 
 
 def change_table() -> dict[tuple[str, str, str], int]:

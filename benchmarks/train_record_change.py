@@ -2,7 +2,8 @@
 
 Reads the labelled pairs of ``benchmarks/data/dedup_change_pairs.jsonl`` (two notes that differ in
 one value: ``correction``, the new one replaces the old; ``distinct``, both are true) except the
-``blind`` split, which is measured by ``benchmarks/dedup_eval.py`` and never trained on. Each pair
+held-out splits (:data:`HELD_OUT`: ``blind``, ``blind2``), which ``benchmarks/dedup_eval.py`` measures and
+nothing trains on. Each pair
 becomes the MiniLM embedding of its masked statement and the surface features of
 :func:`shared_core.write.records.features`; one L2-regularised logistic regression (Newton's
 method, deterministic) is fitted on all training splits and written to
@@ -42,10 +43,15 @@ LAMBDA = 0.1
 the first three splits; the middle one."""
 
 
+HELD_OUT = frozenset({"blind", "blind2"})
+"""Splits written blind and never trained on: ``blind`` (distinct records of one template, 2026-12-05)
+and ``blind2`` (values of a one-value slot against a relation that holds many, 2026-12-06)."""
+
+
 def load_pairs(path: Path = PAIRS, *, blind: bool = False) -> list[dict[str, Any]]:
-    """The labelled pairs: the training splits, or (``blind=True``) the blind split alone."""
+    """The labelled pairs: the training splits, or (``blind=True``) the held-out splits."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [r for r in rows if (r["split"] == "blind") == blind]
+    return [r for r in rows if (r["split"] in HELD_OUT) == blind]
 
 
 def design(rows: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:

@@ -32,7 +32,7 @@ from typing import Literal
 
 from ..model import MemoryRecord
 from ..text import common_ends, stem
-from .records import another_record
+from .records import UNDER_BAR_MARGIN, another_record, record_margin
 
 __all__ = ["SAME_STATEMENT", "Assertions", "assertions", "changed_fact", "kinship", "one_change", "reordered", "restates", "same_claim"]
 
@@ -277,12 +277,24 @@ def kinship(
     would risk the new claim, a supersede the old memory.
 
     ``values_only`` (a neighbour under the dedup bar, read only for corrections): a correction
-    must change a value (a number, a date, a name); a word changed ("My sister lives in Denver" /
-    "My brother ...") or the same words reordered is ``other``.
+    must change a value (a number, a date, a name) of a body the record-change model reads
+    (English) and that it judges a correction by :data:`~shared_core.write.records.UNDER_BAR_MARGIN`
+    ("My manager is Tom." / "... Sarah."; "I speak French." / "... Spanish." is ``beside``); a word
+    changed ("My sister lives in Denver" / "My brother ..."), the same words reordered, another
+    title or another language is ``other``.
     """
-    if values_only and not (_names_a_value(old.body, new.body) and one_change(old.body, new.body)):
-        return "other"  # under the dedup bar only one changed value is read (the cheap tests first)
     titled = bool(old.title and new.title)
+    if values_only:
+        # under the dedup bar only one changed value is read (the cheap tests first), and only when
+        # the record-change model reads the pair and is sure the value corrects the old one
+        if not (_names_a_value(old.body, new.body) and one_change(old.body, new.body)):
+            return "other"
+        if not restates(old.body, new.body) or (titled and not same_claim(old.title, new.title)):
+            return "other"
+        margin = record_margin(old.body, new.body)
+        if margin is None:
+            return "other"
+        return "correction" if margin <= -UNDER_BAR_MARGIN else "beside"
     changed = changed_fact(old.body, new.body) or (titled and changed_fact(old.title, new.title))
     if not changed and same_claim(old.body, new.body) and (not titled or same_claim(old.title, new.title)):
         return "same"

@@ -23,6 +23,7 @@ the same statement (superseded memories are never recalled): each side has its c
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -32,7 +33,7 @@ from typing import Literal
 
 from ..model import MemoryRecord
 from ..text import common_ends, stem
-from .records import UNDER_BAR_MARGIN, another_record, record_margin
+from .records import UNDER_BAR_MARGIN, another_record, many_valued, record_margin
 
 __all__ = ["SAME_STATEMENT", "Assertions", "assertions", "changed_fact", "kinship", "one_change", "reordered", "restates", "same_claim"]
 
@@ -279,9 +280,11 @@ def kinship(
     ``values_only`` (a neighbour under the dedup bar, read only for corrections): a correction
     must change a value (a number, a date, a name) of a body the record-change model reads
     (English) and that it judges a correction by :data:`~shared_core.write.records.UNDER_BAR_MARGIN`
-    ("My manager is Tom." / "... Sarah."; "I speak French." / "... Spanish." is ``beside``); a word
-    changed ("My sister lives in Denver" / "My brother ..."), the same words reordered, another
-    title or another language is ``other``.
+    ("My manager is Tom." / "... Sarah."; "I speak French." / "... Spanish." is ``beside``, and so
+    is a relation of a person's health, family, pets or cards, :func:`~shared_core.write.
+    records.many_valued`: "Allergy: Penicillin." / "Allergy: Codeine."); a word changed ("My
+    sister lives in Denver" / "My brother ..."), the same words reordered, another title, another
+    language or a record named by its number ("Employee 2231 speaks French.") is ``other``.
     """
     titled = bool(old.title and new.title)
     if values_only:
@@ -291,9 +294,11 @@ def kinship(
             return "other"
         if not restates(old.body, new.body) or (titled and not same_claim(old.title, new.title)):
             return "other"
+        if many_valued(old.body, new.body):
+            return "beside"  # an allergy, a medication, a child: both may be true
         margin = record_margin(old.body, new.body)
-        if margin is None:
-            return "other"
+        if margin is None or margin == -math.inf:
+            return "other"  # not read by the model, or a record named by its number: its own path
         return "correction" if margin <= -UNDER_BAR_MARGIN else "beside"
     changed = changed_fact(old.body, new.body) or (titled and changed_fact(old.title, new.title))
     if not changed and same_claim(old.body, new.body) and (not titled or same_claim(old.title, new.title)):

@@ -349,3 +349,19 @@ def test_common_ends_are_the_longest_shared_start_and_then_end(a: str, b: str) -
     assert a[:head] == b[:head] and (head == min(len(a), len(b)) or a[head] != b[head])
     assert head + tail <= min(len(a), len(b)) and a[len(a) - tail :] == b[len(b) - tail :]
     assert head + tail == min(len(a), len(b)) or a[len(a) - tail - 1] != b[len(b) - tail - 1]
+
+
+def test_the_template_cache_holds_under_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stores in several threads share the cache; evicting while others read must not raise."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from shared_core.write import records
+
+    pairs = [(f"Note {w} says Ann is {k}.", f"Note {w} says Bo is {k}.") for w in ("a", "b", "c", "d", "e", "f") for k in ("here", "there", "home")]
+    serial = [records.record_margin(old, new) for old, new in pairs]
+    monkeypatch.setattr(records, "_VECTORS_MAX", 3)
+    records._VECTORS.clear()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        threaded = list(pool.map(lambda p: records.record_margin(*p), pairs * 4))
+    assert threaded == serial * 4
+    assert len(records._VECTORS) <= 3

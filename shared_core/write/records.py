@@ -23,6 +23,7 @@ import json
 import logging
 import math
 import re
+import threading
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -304,6 +305,7 @@ def many_valued(old: str, new: str) -> bool:
 
 _VECTORS: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
 _VECTORS_MAX = 2048
+_VECTORS_LOCK = threading.Lock()
 """Embedded templates of the default encoder, most recent last: notes of one template ("I met X at the
 conference.") share one embedding, so a batch of them costs one MiniLM call, not one per neighbour."""
 
@@ -311,13 +313,16 @@ conference.") share one embedding, so a batch of them costs one MiniLM call, not
 def _template_vector(encoder: _Encoder, text: str, *, cache: bool) -> NDArray[np.float32]:
     if not cache:
         return np.asarray(encoder.embed_documents([text])[0], dtype=np.float32)
-    vec = _VECTORS.get(text)
-    if vec is None:
-        vec = _VECTORS[text] = np.asarray(encoder.embed_documents([text])[0], dtype=np.float32)
+    with _VECTORS_LOCK:  # stores in other threads share the cache
+        vec = _VECTORS.get(text)
+        if vec is not None:
+            _VECTORS.move_to_end(text)
+            return vec
+    vec = np.asarray(encoder.embed_documents([text])[0], dtype=np.float32)
+    with _VECTORS_LOCK:
+        _VECTORS[text] = vec
         while len(_VECTORS) > _VECTORS_MAX:
             _VECTORS.popitem(last=False)
-    else:
-        _VECTORS.move_to_end(text)
     return vec
 
 

@@ -304,16 +304,16 @@ def many_valued(old: str, new: str) -> bool:
 
 
 _VECTORS: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
-_VECTORS_MAX = 2048
-_VECTORS_LOCK = threading.Lock()
 """Embedded templates of the default encoder, most recent last: notes of one template ("I met X at the
 conference.") share one embedding, so a batch of them costs one MiniLM call, not one per neighbour."""
+_VECTORS_MAX = 2048
+_VECTORS_LOCK = threading.Lock()  # stores in several threads share the cache
 
 
 def _template_vector(encoder: _Encoder, text: str, *, cache: bool) -> NDArray[np.float32]:
     if not cache:
         return np.asarray(encoder.embed_documents([text])[0], dtype=np.float32)
-    with _VECTORS_LOCK:  # stores in other threads share the cache
+    with _VECTORS_LOCK:
         vec = _VECTORS.get(text)
         if vec is not None:
             _VECTORS.move_to_end(text)

@@ -1,15 +1,14 @@
 """Train the record-change model of dedup: does one changed value name another record? (W2, L1)
 
-Reads the labelled pairs of ``benchmarks/data/dedup_change_pairs.jsonl`` (two notes that differ in
-one value: ``correction``, the new one replaces the old; ``distinct``, both are true) except the
-held-out splits (:data:`HELD_OUT`: ``blind``, ``blind2``), which ``benchmarks/dedup_eval.py`` measures and
-nothing trains on. Each pair
-becomes the MiniLM embedding of its masked statement and the surface features of
-:func:`shared_core.write.records.features`; one L2-regularised logistic regression (Newton's
+Reads the labelled pairs of ``benchmarks/data/dedup_change_pairs.jsonl`` (two notes that differ in one
+value: ``correction``, the new one replaces the old; ``distinct``, both are true) except the held-out
+splits (:data:`HELD_OUT`: ``blind``, ``blind2``), which ``benchmarks/dedup_eval.py`` measures and
+nothing trains on. Each pair becomes the MiniLM embedding of its masked statement and the surface
+features of :func:`shared_core.write.records.features`; one L2-regularised logistic regression (Newton's
 method, deterministic) is fitted on all training splits and written to
-``shared_core/data/record_change.json``. Printed first: leave-one-split-out figures (train on the
-other splits, score the one left out), the estimate of how it does on pairs written apart from
-the ones it learned.
+``shared_core/data/record_change.json``. Printed first: leave-one-split-out figures (train on the other
+splits, score the one left out), the estimate of how it does on pairs written apart from the ones it
+learned.
 
     python benchmarks/train_record_change.py            # fit, print, write the model
     python benchmarks/train_record_change.py --check    # fail if the shipped model is not a refit

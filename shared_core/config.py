@@ -277,7 +277,7 @@ class WritePolicy(BaseModel):
         correction_threshold: cosine down to which a scoped neighbour that is one statement with
             one value changed is superseded as a correction (L1): ``"My manager is Tom."`` /
             ``"... Sarah."`` (cosine 0.64 with MiniLM) or ``"The project deadline is March 3."`` /
-            ``"... March 10."`` (0.92) under ``dedup_threshold``, when the record-change model of
+            ``"... March 10."`` (0.918) under ``dedup_threshold``, when the record-change model of
             dedup reads the value as the value of a slot that holds one, by a margin
             (:data:`~shared_core.write.records.UNDER_BAR_MARGIN`); a relation that holds many
             (``"I speak French."`` / ``"... Spanish."``), a word changed, another language than

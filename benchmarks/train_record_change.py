@@ -12,6 +12,7 @@ learned.
 
     python benchmarks/train_record_change.py            # fit, print, write the model
     python benchmarks/train_record_change.py --check    # fail if the shipped model is not a refit
+    python benchmarks/train_record_change.py --check --margins   # also the UNDER_BAR_MARGIN table (~1 min)
 """
 
 from __future__ import annotations
@@ -103,11 +104,64 @@ def same_model(a: RecordChangeModel, b: RecordChangeModel, tol: float = 1e-4) ->
     )
 
 
+MARGINS = (0.0, 1.0, 2.0, 3.0, 4.0)
+"""Margins the ``--margins`` table tries for ``UNDER_BAR_MARGIN``."""
+
+
+def margins_table(rows: Sequence[dict[str, Any]], bar: float = 0.6, dedup: float = 0.92) -> dict[str, list[int]]:
+    """Leave-one-split-out: superseded pairs by margin under the dedup cosine (the shipped ``kinship``).
+
+    For each training split, the model is fitted on the others; each pair of the split is decided as
+    dedup decides a second note: at MiniLM cosine ``>= dedup`` by ``kinship``, from ``bar`` up by
+    ``kinship(values_only=True)`` with the fold's model shifted so that it supersedes at each of
+    :data:`MARGINS`; under ``bar`` not read. Returns ``{"correction" | "distinct" | "dedup bar alone":
+    [superseded at each margin]}`` summed over the folds (the last key: corrections and distinct
+    superseded with nothing read under the dedup cosine).
+    """
+    from types import SimpleNamespace
+
+    from shared_core.write.facts import kinship
+    from shared_core.write.records import UNDER_BAR_MARGIN
+
+    emb, hand = design(rows)
+    y = np.array([r["kind"] == "distinct" for r in rows])
+    split_of = np.array([r["split"] for r in rows])
+    encoder = default_embedding()
+    a = encoder.embed_documents([r["old"] for r in rows])
+    b = encoder.embed_documents([r["new"] for r in rows])
+    cosine = np.sum(np.asarray(a) * np.asarray(b), axis=1)
+    out = {"correction": [0] * len(MARGINS), "distinct": [0] * len(MARGINS), "dedup bar alone": [0, 0]}
+    for name in sorted(set(split_of)):
+        held = split_of == name
+        we, wh, bias = fit(emb[~held], hand[~held], y[~held])
+        fold = RecordChangeModel(encoder.name, we, wh, bias, {})
+        for i in np.flatnonzero(held):
+            old, new = (SimpleNamespace(body=rows[i][k], title="") for k in ("old", "new"))
+            kind = rows[i]["kind"]
+            if cosine[i] >= dedup:
+                hit = kinship(old, new, model=fold) == "correction"  # type: ignore[arg-type]
+                out["dedup bar alone"][kind == "distinct"] += hit
+                for j in range(len(MARGINS)):
+                    out[kind][j] += hit
+            elif cosine[i] >= bar:
+                for j, m in enumerate(MARGINS):
+                    shifted = RecordChangeModel(encoder.name, we, wh, bias + m - UNDER_BAR_MARGIN, {})
+                    out[kind][j] += kinship(old, new, values_only=True, model=shifted) == "correction"  # type: ignore[arg-type]
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--check", action="store_true", help="fail if the shipped file differs from a refit")
     ap.add_argument("--out", type=Path, default=OUT, help="the model file written (or, with --check, compared)")
+    ap.add_argument("--margins", action="store_true", help="print the leave-one-split-out table of UNDER_BAR_MARGIN")
     args = ap.parse_args(argv)
+    if args.margins:
+        table = margins_table(load_pairs())
+        print("| margin | " + " | ".join(f"{m:g}" for m in MARGINS) + " |")
+        for kind in ("correction", "distinct"):
+            print(f"| {kind} superseded | " + " | ".join(str(n) for n in table[kind]) + " |")
+        print(f"dedup bar alone: {table['dedup bar alone'][0]} corrections, {table['dedup bar alone'][1]} distinct")
     model = RecordChangeModel.from_json(train().to_json())  # rounded as the file is
     print(json.dumps(model.meta["cv_leave_one_split_out"]))
     return check_or_write(model, args.out, check=args.check, parse=RecordChangeModel.from_json, same=same_model)

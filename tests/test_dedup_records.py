@@ -339,6 +339,26 @@ def test_the_shipped_model_is_a_refit_of_the_labelled_pairs() -> None:
     assert not trainer.HELD_OUT & set(default_model().meta["trained_on"])
 
 
+
+def test_a_larger_margin_supersedes_no_more_and_the_shipped_one_earns_its_keep() -> None:
+    """``train_record_change.py --margins`` (leave-one-split-out): superseded pairs fall as the margin
+    rises (monotone), and at the shipped margin more corrections are applied than with nothing read
+    under the dedup cosine while values that hold together are hidden less than twice as often."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import train_record_change as trainer
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from shared_core.write.records import UNDER_BAR_MARGIN
+
+    table = trainer.margins_table(trainer.load_pairs())
+    for kind in ("correction", "distinct"):
+        assert table[kind] == sorted(table[kind], reverse=True)
+    at = list(trainer.MARGINS).index(UNDER_BAR_MARGIN)
+    alone_corrections, alone_distinct = table["dedup bar alone"]
+    assert table["correction"][at] > alone_corrections + 50
+    assert table["distinct"][at] < 2 * alone_distinct
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="ab ", max_size=12), st.text(alphabet="ab ", max_size=12))
 def test_common_ends_are_the_longest_shared_start_and_then_end(a: str, b: str) -> None:

@@ -33,7 +33,7 @@ from typing import Literal
 
 from ..model import MemoryRecord
 from ..text import common_ends, stem
-from .records import UNDER_BAR_MARGIN, another_record, many_valued, record_margin
+from .records import UNDER_BAR_MARGIN, RecordChangeModel, another_record, many_valued, record_margin
 
 __all__ = ["SAME_STATEMENT", "Assertions", "assertions", "changed_fact", "kinship", "one_change", "reordered", "restates", "same_claim"]
 
@@ -261,7 +261,7 @@ def _names_a_value(old: str, new: str) -> bool:
 
 
 def kinship(
-    old: MemoryRecord, new: MemoryRecord, *, values_only: bool = False
+    old: MemoryRecord, new: MemoryRecord, *, values_only: bool = False, model: RecordChangeModel | None = None
 ) -> Literal["same", "correction", "beside", "other"]:
     """What a near-duplicate is to a new memory (W2, L1).
 
@@ -285,6 +285,7 @@ def kinship(
     records.many_valued`: "Allergy: Penicillin." / "Allergy: Codeine."); a word changed ("My
     sister lives in Denver" / "My brother ..."), the same words reordered, another title, another
     language or a record named by its number ("Employee 2231 speaks French.") is ``other``.
+    ``model``: the record-change model (default: the shipped one; the trainer passes its folds').
     """
     titled = bool(old.title and new.title)
     if values_only:
@@ -296,7 +297,7 @@ def kinship(
             return "other"
         if many_valued(old.body, new.body):
             return "beside"  # an allergy, a medication, a child: both may be true
-        margin = record_margin(old.body, new.body)
+        margin = record_margin(old.body, new.body, model=model)
         if margin is None or margin == -math.inf:
             return "other"  # not read by the model, or a record named by its number: its own path
         return "correction" if margin <= -UNDER_BAR_MARGIN else "beside"
@@ -307,7 +308,7 @@ def kinship(
         if one_change(old.body, new.body) and (not titled or one_change(old.title, new.title)):
             if not _names_a_value(old.body, new.body):
                 return "correction"  # a negation or a word changed (under the bar, sorted out above)
-            return "beside" if another_record(old.body, new.body) else "correction"
+            return "beside" if another_record(old.body, new.body, model=model) else "correction"
         return "beside"
     if reordered(old.body, new.body) or (titled and reordered(old.title, new.title)):
         return "correction"

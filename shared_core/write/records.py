@@ -284,10 +284,10 @@ UNDER_BAR_MARGIN = 2.0
 """How sure the model must be that a value corrects the old one when the two notes are under the
 dedup cosine (``WritePolicy.correction_threshold``): margin ``<= -UNDER_BAR_MARGIN``. Chosen on
 leave-one-split-out of the five training splits (470 corrections, 469 distinct) at bar 0.6, before
-the ``blind2`` split was read: at margin 0, 403 corrections and 66 distinct pairs superseded; at 2.0,
-349 and 31 (the dedup bar alone: 254 and 18). With :func:`many_valued` added after a review: 296 and
-21. A margin of 1.0 (322 and 23 leave-one-split-out) superseded 12 of 99 distinct pairs of ``blind2``
-against 4 at 2.0, so it stays 2.0."""
+the ``blind2`` split was read (``python benchmarks/train_record_change.py --margins``, with
+:func:`many_valued`): corrections / distinct pairs superseded at margin 0: 400 / 57; 1: 381 / 42; 2:
+347 / 30; 3: 322 / 23; 4: 296 / 21 (the dedup bar alone: 254 / 18). Margin 1 on ``blind2``: 84 of 98
+corrections and 12 of 99 distinct superseded, against 80 and 4 at 2."""
 
 
 def many_valued(old: str, new: str) -> bool:
